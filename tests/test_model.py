@@ -1,0 +1,162 @@
+"Foundation tests: parity with torch.nn, causality, padding invariance, gradients, tying, checkpoints, bad input."
+import io, pytest, torch, torch.nn as nn
+from dataclasses import asdict
+from annotated_transformer.config import TransformerConfig, config_from_dict
+from annotated_transformer.attention import (MultiHeadAttention, attention, causal_mask, padding_mask, merge_masks,
+                                             copy_to_torch_mha)
+from annotated_transformer.layers import EncoderLayer, DecoderLayer, copy_to_torch_layer
+from annotated_transformer.embeddings import PositionalEncoding
+from annotated_transformer.model import make_model, count_parameters
+
+torch.set_num_threads(1)
+
+def tiny(**kw): return make_model(TransformerConfig.tiny(**kw))
+
+# ---------------------------------------------------------------- parity with torch.nn (copied weights)
+@pytest.mark.parametrize("fused", [True, False])
+def test_mha_parity(fused):
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(48, 6, fused=fused).eval()
+    ref = nn.MultiheadAttention(48, 6, batch_first=True).eval()
+    copy_to_torch_mha(ours, ref)
+    q, kv = torch.randn(3, 5, 48), torch.randn(3, 9, 48)
+    kpm = torch.zeros(3, 9, dtype=torch.bool); kpm[1, 6:] = True; kpm[2, 2:] = True
+    got, _ = ours(q, kv, kv, key_padding_mask=kpm)
+    want, _ = ref(q, kv, kv, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_layer_parity(norm_first):
+    torch.manual_seed(1)
+    D, H, F_ = 32, 4, 80
+    src, tgt = torch.randn(2, 7, D), torch.randn(2, 6, D)
+    skpm = torch.tensor([[False] * 7, [False] * 4 + [True] * 3])
+    tkpm = torch.tensor([[False] * 6, [False] * 5 + [True]])
+    enc = EncoderLayer(D, H, F_, 0.0, norm_first).eval()
+    ref = nn.TransformerEncoderLayer(D, H, F_, 0.0, batch_first=True, norm_first=norm_first).eval()
+    copy_to_torch_layer(enc, ref)
+    torch.testing.assert_close(enc(src, skpm), ref(src, src_key_padding_mask=skpm), atol=1e-5, rtol=1e-5)
+    dec = DecoderLayer(D, H, F_, 0.0, norm_first).eval()
+    ref = nn.TransformerDecoderLayer(D, H, F_, 0.0, batch_first=True, norm_first=norm_first).eval()
+    copy_to_torch_layer(dec, ref)
+    got = dec(tgt, src, tgt_key_padding_mask=tkpm, memory_key_padding_mask=skpm)
+    want = ref(tgt, src, tgt_mask=causal_mask(6), tgt_key_padding_mask=tkpm, memory_key_padding_mask=skpm)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+def test_layernorm_is_torchs():
+    # we use nn.LayerNorm (not hand-written); the parity above covers its placement
+    assert all(isinstance(m, nn.LayerNorm) for n, m in EncoderLayer(8, 2, 16).named_modules() if "norm" in n)
+
+def test_fused_equals_explicit():
+    torch.manual_seed(2)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    mask = merge_masks(torch.rand(4, 6) > 0.6, torch.tensor([[False] * 6, [False] * 3 + [True] * 3]), 2, 4, 6)
+    ref, _ = attention(q, k, v, mask)
+    got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    assert not torch.isnan(ref).any()
+
+# ---------------------------------------------------------------- model invariants
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_causality(norm_first):
+    torch.manual_seed(3)
+    model = tiny(norm_first=norm_first).eval()
+    src = torch.randint(3, 16, (2, 7)); tgt = torch.randint(3, 16, (2, 8))
+    base = model(src, tgt)
+    for t in range(8):
+        changed = tgt.clone(); changed[:, t + 1:] = torch.randint(3, 16, changed[:, t + 1:].shape)
+        out = model(src, changed)
+        torch.testing.assert_close(out[:, : t + 1], base[:, : t + 1], atol=1e-5, rtol=1e-5)
+    changed = tgt.clone(); changed[:, 4] = (changed[:, 4] + 1 - 3) % 13 + 3
+    assert (model(src, changed)[:, 4:] - base[:, 4:]).abs().max() > 1e-4  # the test can fail
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_padding_invariance(positional):
+    torch.manual_seed(4)
+    model = tiny(positional=positional).eval()
+    src = torch.randint(3, 16, (2, 6)); tgt = torch.randint(3, 16, (2, 5))
+    base = model(src, tgt, padding_mask(src, 0), padding_mask(tgt, 0))
+    src_p = torch.cat([src, torch.zeros(2, 4, dtype=torch.long)], 1)
+    tgt_p = torch.cat([tgt, torch.zeros(2, 3, dtype=torch.long)], 1)
+    out = model(src_p, tgt_p, padding_mask(src_p, 0), padding_mask(tgt_p, 0))
+    torch.testing.assert_close(out[:, :5], base, atol=1e-5, rtol=1e-5)
+    unmasked = model(src_p, tgt_p)  # without the masks the padding leaks in: proves the masks matter
+    assert (unmasked[:, :5] - base).abs().max() > 1e-4
+
+def test_gradients_reach_every_parameter():
+    torch.manual_seed(5)
+    for kw in [dict(), dict(positional="learned", norm_first=True), dict(tie_embeddings=False)]:
+        model = tiny(**kw).train()
+        src = torch.randint(3, 16, (3, 6)); tgt = torch.randint(3, 16, (3, 5))
+        nn.functional.cross_entropy(model(src, tgt).flatten(0, 1), torch.randint(3, 16, (15,))).backward()
+        dead = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+        assert dead == [], (kw, dead)
+
+def test_tied_weights_are_one_tensor():
+    model = tiny()
+    w = model.generator.weight
+    assert w is model.src_embed.lut.weight is model.tgt_embed.lut.weight
+    assert w.data_ptr() == model.src_embed.lut.weight.data_ptr()
+    n_tied = count_parameters(model)
+    assert count_parameters(tiny(tie_embeddings=False)) == n_tied + 2 * 16 * 64 + 16
+    # an optimizer step moves all three together
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randint(3, 16, (2, 4)), torch.randint(3, 16, (2, 4))).sum().backward(); opt.step()
+    assert torch.equal(model.generator.weight, model.src_embed.lut.weight)
+    # and survive a state_dict round trip
+    clone = tiny(); clone.load_state_dict(model.state_dict())
+    assert clone.generator.weight is clone.src_embed.lut.weight
+
+def test_checkpoint_round_trip(tmp_path):
+    torch.manual_seed(6)
+    model = tiny(n_layers=3, positional="learned").eval()
+    path = tmp_path / "model.pt"
+    torch.save({"config": asdict(model.cfg), "model": model.state_dict()}, path)
+    ckpt = torch.load(path, weights_only=True)
+    rebuilt = make_model(config_from_dict(TransformerConfig, ckpt["config"])).eval()
+    rebuilt.load_state_dict(ckpt["model"])
+    src = torch.randint(3, 16, (2, 5)); tgt = torch.randint(3, 16, (2, 4))
+    torch.testing.assert_close(rebuilt(src, tgt), model(src, tgt))
+    assert rebuilt.cfg == model.cfg
+
+def test_kv_cache_equals_full_decoder():
+    torch.manual_seed(7)
+    model = tiny(n_layers=2).eval()
+    src = torch.randint(3, 16, (2, 6)); tgt = torch.randint(3, 16, (2, 7))
+    memory = model.encode(src)
+    full = model.decode(tgt, memory)
+    cache = model.init_cache()
+    steps = torch.cat([model.decode(tgt[:, t:t + 1], memory, cache=cache, offset=t) for t in range(7)], 1)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
+
+# ---------------------------------------------------------------- bad input
+def test_d_model_not_divisible():
+    with pytest.raises(ValueError, match="d_model=100 is not divisible by n_heads=3"):
+        TransformerConfig(d_model=100, n_heads=3)
+    with pytest.raises(ValueError, match="d_model=10 is not divisible by n_heads=4"):
+        MultiHeadAttention(10, 4)
+
+def test_bad_masks():
+    mha = MultiHeadAttention(16, 2)
+    x = torch.randn(2, 5, 16)
+    with pytest.raises(TypeError, match="must be a bool tensor with True = blocked"):
+        mha(x, x, x, key_padding_mask=torch.zeros(2, 5))
+    with pytest.raises(TypeError, match="attn_mask must be a bool tensor"):
+        mha(x, x, x, attn_mask=torch.zeros(5, 5))
+    with pytest.raises(ValueError, match=r"key_padding_mask has shape \(5, 2\); expected \(B, S\)"):
+        mha(x, x, x, key_padding_mask=torch.zeros(5, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"attn_mask has shape \(4, 5\)"):
+        mha(x, x, x, attn_mask=torch.zeros(4, 5, dtype=torch.bool))
+
+def test_sequence_longer_than_positional_table():
+    model = tiny(max_len=10)
+    with pytest.raises(ValueError, match="exceeds the positional table's max_len=10"):
+        model(torch.randint(3, 16, (1, 11)), torch.randint(3, 16, (1, 3)))
+    with pytest.raises(ValueError, match="max_len=10"):
+        PositionalEncoding(8, 10)(torch.zeros(1, 4, 8), offset=7)
+
+def test_no_nan_with_fully_padded_row():
+    model = tiny().eval()
+    src = torch.tensor([[3, 4, 2], [0, 0, 0]])  # second source is all padding
+    out = model(src, torch.tensor([[1, 3], [1, 4]]), padding_mask(src, 0))
+    assert torch.isfinite(out).all()
