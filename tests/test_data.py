@@ -1,0 +1,263 @@
+"""Data pipeline: readers and their bad-input errors, recipes, tokenizer round trip, batching invariants."""
+import gzip
+from pathlib import Path
+
+import pytest
+import torch
+
+from annotated_transformer.data import (MULTI30K_SHA256, Corpus, SubwordTokenizer, copy_task_pairs, default_data_dir,
+                                        download_multi30k, encode_pairs, fetch, load_recipe, read_lines, read_parallel,
+                                        sha256_file)
+from annotated_transformer.batching import TokenBatchSampler, collate, make_loader
+
+MULTI30K = default_data_dir() / "multi30k"
+needs_multi30k = pytest.mark.skipif(not (MULTI30K / "train.de.gz").is_file(),
+                                    reason=f"shared Multi30k not found at {MULTI30K} (set AT_DATA_DIR)")
+
+SENTS = ["Ein Hund läuft über die Wiese.", "Zwei Kinder spielen Fußball im Park.", "Eine Frau liest ein Buch.",
+         "A dog runs across the meadow.", "Two children play football in the park.", "A woman reads a book."] * 20
+
+
+def write(path, text, enc="utf-8"):
+    path.write_bytes(text.encode(enc) if isinstance(text, str) else text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return SubwordTokenizer.train(SENTS, vocab_size=300)
+
+
+# ---- bad input ----------------------------------------------------------------------------------------------
+
+def test_missing_file_names_path_and_how_to_get_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"nope\.de: file not found"):
+        read_lines(tmp_path / "nope.de")
+    with pytest.raises(FileNotFoundError) as e:
+        load_recipe("multi30k", data_dir=tmp_path, cache_dir=tmp_path / "cache")
+    assert str(tmp_path / "multi30k" / "train.de") in str(e.value) and "download_multi30k" in str(e.value)
+    with pytest.raises(FileNotFoundError, match="prepare-iwslt14.sh"):
+        load_recipe("iwslt14", data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="statmt.org"):
+        load_recipe("wmt14", "newstest2014", data_dir=tmp_path)
+
+
+def test_unequal_line_counts_names_both_files_and_counts(tmp_path):
+    a, b = write(tmp_path / "a.de", "x\ny\nz\n"), write(tmp_path / "b.en", "x\ny\n")
+    with pytest.raises(ValueError) as e:
+        read_parallel(a, b)
+    msg = str(e.value)
+    assert f"{a} has 3 lines" in msg and f"{b} has 2" in msg
+
+
+def test_blank_pairs_dropped_and_counted(tmp_path):
+    a = write(tmp_path / "a.de", "eins\n\ndrei\n  \nfünf\n")
+    b = write(tmp_path / "b.en", "one\ntwo\nthree\nfour\n\n")
+    c = read_parallel(a, b)
+    assert (c.src, c.tgt) == (["eins", "drei"], ["one", "three"])
+    assert c.stats == dict(read=5, blank=3, kept=2)
+    assert "blank=3" in c.summary()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_invalid_utf8_names_file_and_line(tmp_path, gz):
+    data = "gut\nauch gut\nschlecht \xe4\n".encode("latin-1")
+    p = tmp_path / ("bad.de.gz" if gz else "bad.de")
+    if gz:
+        with gzip.open(p, "wb") as f: f.write(data)
+    else: p.write_bytes(data)
+    with pytest.raises(ValueError, match=rf"{p.name}, line 3: invalid UTF-8"):
+        read_lines(p)
+
+
+def test_too_long_pairs_filtered_and_counted_never_truncated():
+    src = [[3] * n for n in (1, 5, 9, 10, 3)]
+    tgt = [[4] * n for n in (2, 9, 1, 3, 10)]
+    c = Corpus(src, tgt, "toy")
+    pairs = encode_pairs(c, max_len=10)  # sequences of 9 ids + EOS fit; 10 ids + EOS do not
+    assert pairs == [(src[i], tgt[i]) for i in (0, 1, 2)]
+    assert c.stats["too_long"] == 2 and c.stats["kept"] == 3
+    # a pair over the token budget is refused by the sampler, not cut
+    with pytest.raises(ValueError, match="pair 1 has 30 source"):
+        TokenBatchSampler([5, 30], [5, 5], max_tokens=24)
+
+
+def test_unknown_recipe_lists_known_ones():
+    with pytest.raises(ValueError, match="unknown recipe 'multi31k'; known recipes: copy, iwslt14, multi30k, wmt14"):
+        load_recipe("multi31k")
+
+
+def test_gzip_and_crlf(tmp_path):
+    with gzip.open(tmp_path / "a.gz", "wt", encoding="utf-8") as f: f.write("a b\r\nc\n")
+    assert read_lines(tmp_path / "a.gz") == ["a b", "c"]
+
+
+# ---- download checksum logic (local files only, never the network) ------------------------------------------
+
+def test_fetch_verifies_sha256(tmp_path):
+    src = write(tmp_path / "f.txt", "payload\n")
+    good = sha256_file(src)
+    out = fetch(src.as_uri(), tmp_path / "cache" / "f.txt", good)
+    assert out.read_text() == "payload\n"
+    with pytest.raises(ValueError, match="sha256 mismatch"):
+        fetch(src.as_uri(), tmp_path / "cache" / "g.txt", "f" * 64)
+    assert not list((tmp_path / "cache").glob("g.txt*"))  # nothing half-written left behind
+    # an existing file with the right checksum is not fetched again (the URL is never opened)
+    assert fetch("file:///does/not/exist", out, good) == out
+
+
+@needs_multi30k
+def test_download_multi30k_from_a_local_mirror(tmp_path):
+    d = download_multi30k(tmp_path / "cache", base_url=MULTI30K.as_uri() + "/")
+    assert sorted(p.name for p in d.iterdir()) == sorted(MULTI30K_SHA256)
+    assert load_recipe("multi30k", "val", data_dir=tmp_path / "nowhere", cache_dir=tmp_path / "cache").stats["kept"] == 1014
+
+
+def test_download_rejects_a_tampered_mirror(tmp_path):
+    mirror = tmp_path / "mirror"; mirror.mkdir()
+    for name in MULTI30K_SHA256:
+        with gzip.open(mirror / name, "wt") as f: f.write("not the real data\n")
+    with pytest.raises(ValueError, match="train.de.gz: sha256 mismatch"):
+        download_multi30k(tmp_path / "cache", base_url=mirror.as_uri() + "/")
+
+
+# ---- recipes --------------------------------------------------------------------------------------------------
+
+def test_copy_task():
+    pairs = copy_task_pairs(100, vocab_size=12, min_len=2, max_len=7, seed=3)
+    assert pairs == copy_task_pairs(100, vocab_size=12, min_len=2, max_len=7, seed=3)
+    assert pairs != copy_task_pairs(100, vocab_size=12, min_len=2, max_len=7, seed=4)
+    assert all(s == t and 2 <= len(s) <= 7 and 3 <= min(s) and max(s) < 12 for s, t in pairs)
+    with pytest.raises(ValueError, match="low"):
+        copy_task_pairs(3, vocab_size=3)
+
+
+@needs_multi30k
+def test_multi30k_recipe():
+    train, val = load_recipe("multi30k"), load_recipe("multi30k", "val")
+    assert (len(train), len(val)) == (29000, 1014)
+    assert train[0] == ("Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
+                        "Two young, White males are outside near many bushes.")
+
+
+@pytest.mark.skipif(not (default_data_dir() / "wmt14" / "newstest2013.en").is_file(), reason="shared wmt14 not found")
+def test_newstest2013_recipe():
+    c = load_recipe("wmt14", "newstest2013")
+    assert len(c) == 3000 and c[0][0] == "A Republican strategy to counter the re-election of Obama"
+
+
+# ---- tokenizer ------------------------------------------------------------------------------------------------
+
+def test_tokenizer_special_ids_and_round_trip(tok, tmp_path):
+    assert (tok.pad_id, tok.bos_id, tok.eos_id, tok.unk_id) == (0, 1, 2, 3)
+    assert tok.vocab_size == 300
+    texts = SENTS[:6] + ["  doppelte  Leerzeichen ", "unseen: Ωμέγα 🤖 \t tab", ""]
+    for x in texts:
+        assert tok.decode(tok.encode(x)) == x
+    assert 3 not in [i for x in texts for i in tok.encode(x)]  # byte fallback: no <unk>
+    tok.save(tmp_path / "ckpt")
+    again = SubwordTokenizer.load(tmp_path / "ckpt")
+    assert again.encode(texts) == tok.encode(texts)
+    assert SubwordTokenizer.from_state_dict(tok.state_dict()).encode(texts) == tok.encode(texts)
+
+
+def test_tokenizer_training_is_deterministic():
+    assert SubwordTokenizer.train(SENTS, vocab_size=300).model_proto == SubwordTokenizer.train(SENTS, vocab_size=300).model_proto
+
+
+def test_tokenizer_refuses_heldout_split():
+    with pytest.raises(ValueError, match="training split only"):
+        SubwordTokenizer.from_corpus(Corpus(["a"], ["b"], "toy", split="val"))
+
+
+@needs_multi30k
+def test_multi30k_round_trip_every_training_line():
+    train = load_recipe("multi30k")
+    tok = SubwordTokenizer.from_corpus(train, vocab_size=8000)
+    lines = train.src + train.tgt
+    assert tok.decode(tok.encode(lines)) == lines
+
+
+# ---- batches --------------------------------------------------------------------------------------------------
+
+def test_batch_fields_and_masks():
+    pairs = [([5, 6, 7], [8, 9]), ([4], [4, 5, 6, 7]), ([3, 3], [3])]
+    b = collate(pairs)
+    B, S, T = 3, 4, 5
+    assert b.src.shape == (B, S) and b.tgt_in.shape == (B, T) and b.tgt_out.shape == (B, T)
+    for i, (s, t) in enumerate(pairs):
+        assert b.src[i].tolist() == s + [2] + [0] * (S - len(s) - 1)
+        assert b.tgt_in[i].tolist() == [1] + t + [0] * (T - len(t) - 1)
+        assert b.tgt_out[i].tolist() == t + [2] + [0] * (T - len(t) - 1)
+        assert b.src_key_padding_mask[i].tolist() == [j > len(s) for j in range(S)]
+        assert b.tgt_key_padding_mask[i].tolist() == [j > len(t) for j in range(T)]
+    assert b.src_key_padding_mask.dtype == b.tgt_key_padding_mask.dtype == torch.bool
+    assert (b.n_src_tokens, b.n_tgt_tokens) == (int((b.src != 0).sum()), int((b.tgt_out != 0).sum())) == (9, 10)
+    moved = b.to("cpu")
+    assert torch.equal(moved.tgt_out, b.tgt_out) and moved.n_tgt_tokens == 10
+
+
+def _pairs(n=300, seed=0):
+    return copy_task_pairs(n, vocab_size=20, min_len=1, max_len=30, seed=seed)
+
+
+def test_same_seed_same_batches_and_epochs_differ():
+    pairs = _pairs()
+    a = TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=7)
+    b = TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=7)
+    assert list(a) == list(b)
+    a.set_epoch(1); b.set_epoch(1)
+    assert list(a) == list(b)
+    assert list(a) != list(TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=7))  # epoch 0 differs
+    assert list(a) != list(TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=8))
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("max_tokens", [31, 64, 400])
+def test_every_pair_exactly_once_across_ranks_with_equal_counts(world_size, max_tokens):
+    pairs = _pairs(101)
+    for epoch in (0, 1):
+        shards = []
+        for r in range(world_size):
+            s = TokenBatchSampler.from_pairs(pairs, max_tokens=max_tokens, seed=1, rank=r, world_size=world_size)
+            s.set_epoch(epoch)
+            shards.append(list(s))
+            assert len(s) == len(shards[-1])
+        assert len({len(x) for x in shards}) == 1
+        used = [i for x in shards for batch in x for i in batch]
+        assert sorted(used) == list(range(len(pairs)))
+
+
+def test_too_few_pairs_for_the_ranks_is_an_error():
+    with pytest.raises(ValueError, match="cannot give 4 ranks"):
+        TokenBatchSampler([3, 3, 3], [3, 3, 3], world_size=4).batches(0)
+
+
+@pytest.mark.parametrize("max_tokens", [31, 50, 128, 1000])
+def test_token_budget_never_exceeded(max_tokens):
+    pairs = _pairs()
+    for batch in make_loader(pairs, max_tokens=max_tokens, seed=2):
+        assert batch.src.numel() <= max_tokens and batch.tgt_out.numel() <= max_tokens
+        assert batch.n_src_tokens <= max_tokens and batch.n_tgt_tokens <= max_tokens
+
+
+def test_resume_mid_epoch_reproduces_the_position():
+    pairs = _pairs()
+    full = TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=5, rank=1, world_size=2)
+    full.set_epoch(3)
+    batches = list(full)
+    resumed = TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=5, rank=1, world_size=2)
+    resumed.set_epoch(3, start=4)
+    assert list(resumed) == batches[4:] and len(resumed) == len(batches) - 4
+
+
+def test_loader_batches_decode_to_the_text(tok):
+    c = Corpus(SENTS[:60], SENTS[60:], "toy")
+    pairs = encode_pairs(c, tok)
+    loader = make_loader(pairs, max_tokens=200, seed=0)
+    seen = 0
+    for idx, batch in zip(loader.batch_sampler, loader):
+        assert [tok.decode(r) for r in batch.src] == [c.src[i] for i in idx]
+        assert [tok.decode(r) for r in batch.tgt_out] == [c.tgt[i] for i in idx]
+        seen += len(batch)
+    assert seen == 60
