@@ -68,8 +68,8 @@ def _install_table_renderer():
     class TableRenderer(base):
         def _signature(self):
             sym, nm = self.sym, self.nm
-            try: sig = inspect.signature(sym, eval_str=True)
-            except (ValueError, TypeError, NameError): return f'{nm}(...)'
+            try: sig = inspect.signature(sym)   # annotations as written (`Tensor | None`, not `torch.Tensor`)
+            except (ValueError, TypeError): return f'{nm}(...)'
             params = list(sig.parameters.values())
             if params and params[0].name in ('self', 'cls') and not inspect.isclass(sym): params = params[1:]
             ps = []
