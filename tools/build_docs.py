@@ -27,7 +27,6 @@ KEEP_IN_OUT = {'README.md'}
 
 # the package imported by nbdev's processing must be this checkout's, not whatever is installed
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
-os.chdir(ROOT)
 
 
 class DocsError(Exception): "A problem in the notebooks or the docs configuration, reported without a traceback"
@@ -253,11 +252,11 @@ class Converter:
         for i, c in enumerate(cells): c['id'] = f'cell-{i}'
         meta = {k: v for k, v in dict(nb.metadata).items() if k in ('kernelspec', 'language_info')}
         meta.setdefault('kernelspec', {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'})
+        meta.setdefault('language_info', {'name': 'python'})
         return dict(nbformat=4, nbformat_minor=5, metadata=meta, cells=cells)
 
 
 def _jsonable(o):
-    from fastcore.basics import AttrDict
     if isinstance(o, dict): return {k: _jsonable(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)): return [_jsonable(v) for v in o]
     return o
@@ -295,7 +294,8 @@ def build_site(warnings_as_errors=True, quiet=False) -> float:
     if warnings_as_errors: args.append('-W')
     if quiet: args.append('-q')
     rc = build_main(args + [str(GEN_DIR), str(HTML_DIR)])
-    if rc: raise DocsError(f'sphinx-build failed (exit {rc}); see the warnings above')
+    if rc: raise DocsError(f'sphinx-build failed (exit {rc}); see the warnings above. build/docs_src/<page>.ipynb is '
+                           f'generated from nbs/<NN_page>.ipynb; a location like `:390014` means cell 39, line 14.')
     # replace the output folder's content, keeping its README
     OUT_DIR.mkdir(exist_ok=True)
     for f in OUT_DIR.iterdir():
@@ -318,7 +318,7 @@ def render_readme() -> tuple[str, dict]:
     idx = cfg.nbs_path/cfg.get('readme_nb', 'index.ipynb')
     if not idx.exists(): raise DocsError(f'{idx} is missing: README.md is generated from it')
     conv = Converter(notebooks(cfg.nbs_path), cfg, readme=True)
-    nb = nbformat.from_dict(_jsonable(conv.convert(process_nb(idx), idx)))
+    nb = nbformat.reads(json.dumps(_jsonable(conv.convert(process_nb(idx), idx))), as_version=4)
     exp = MarkdownExporter()
     body, res = exp.from_notebook_node(nb, resources={'output_files_dir': 'README_files'})
     head = (f'<!-- Generated from {idx.relative_to(ROOT)} by tools/build_docs.py readme: edit the notebook, '
@@ -356,6 +356,7 @@ def main(argv=None):
     ap.add_argument('--no-warnings-as-errors', action='store_true', help='site: let Sphinx warnings through (debugging only)')
     ap.add_argument('-q', '--quiet', action='store_true')
     a = ap.parse_args(argv)
+    os.chdir(ROOT)   # nbdev finds settings.ini from the working directory
     try:
         if a.cmd == 'readme': return readme(a.check)
         if a.check: ap.error('--check goes with `readme`')
