@@ -1,0 +1,219 @@
+"""The documentation site, built from the notebooks and checked in a real (headless) browser.
+
+`test_docs_build` rebuilds docs/ with `tools/build_docs.py` (Sphinx with warnings as errors: a notebook missing from
+the navigation or a broken reference fails it). The browser tests then open every page of docs/ from a local server
+(127.0.0.1) in Debian's Chromium, driven by Playwright, and check: no console errors or failed requests, internal
+links (and their #anchors) resolve, images load, math is typeset by MathJax without TeX errors, each notebook's
+title is on its page, the navigation follows the notebook order, and search finds a page. Screenshots for a person
+to look at go to tests/artifacts/screenshots/.
+
+Skips (with the reason) when the docs toolchain, Playwright or Chromium is missing. Set AT_DOCS_NO_BUILD=1 to test
+an existing docs/ without rebuilding it.
+"""
+from __future__ import annotations
+
+import functools, http.server, json, os, re, shutil, subprocess, sys, threading
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT/'docs'
+NBS = ROOT/'nbs'
+SHOTS = ROOT/'tests'/'artifacts'/'screenshots'
+sys.path.insert(0, str(ROOT/'tools'))
+
+
+def _chromium() -> str | None:
+    for p in (os.environ.get('CHROMIUM'), '/usr/bin/chromium', '/usr/bin/chromium-browser'):
+        if p and Path(p).exists(): return p
+    return shutil.which('chromium') or shutil.which('chromium-browser')
+
+
+def _have(mod: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(mod) is not None
+
+
+def expected_pages() -> list[tuple[str, str]]:
+    "(page name, title) for every notebook, in navigation order, read from the notebooks themselves"
+    from build_docs import notebooks, page_name
+    res = []
+    for p in notebooks(NBS):
+        cells = json.loads(p.read_text(encoding='utf-8'))['cells']
+        md = next((''.join(c['source']) for c in cells if c['cell_type'] == 'markdown'), '')
+        m = re.match(r'\s*#\s+(.+)', md)
+        assert m, f'{p}: the first markdown cell must start with `# Title`'
+        res.append((page_name(p), m.group(1).strip()))
+    return res
+
+
+@pytest.fixture(scope='session')
+def built_docs() -> Path:
+    for mod in ('sphinx', 'myst_nb', 'sphinx_book_theme'):
+        if not _have(mod): pytest.skip(f'docs toolchain missing ({mod}); install the dev extra: pip install -e ".[dev]"')
+    if os.environ.get('AT_DOCS_NO_BUILD'):
+        if not (DOCS/'index.html').exists(): pytest.skip('docs/ is not built and AT_DOCS_NO_BUILD is set')
+        return DOCS
+    r = subprocess.run([sys.executable, 'tools/build_docs.py', '-q'], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, f'docs build failed (warnings are errors):\n{r.stdout[-4000:]}\n{r.stderr[-6000:]}'
+    return DOCS
+
+
+def test_docs_build(built_docs):
+    "Every notebook became a page and the index links them in notebook order"
+    pages = expected_pages()
+    for name, _ in pages: assert (built_docs/f'{name}.html').exists(), f'no page for notebook {name}'
+    html = (built_docs/'index.html').read_text(encoding='utf-8')
+    nav = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', html, re.S)
+    assert nav, 'no navigation sidebar in docs/index.html'
+    hrefs = [h for h in re.findall(r'href="([^"#]+)\.html"', nav.group(0))]
+    order = [h for h in dict.fromkeys(hrefs) if h in {n for n, _ in pages}]
+    assert order == [n for n, _ in pages if n != 'index'], f'navigation order {order} != notebook order'
+
+
+# ---------------------------------------------------------------- browser
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+
+
+@pytest.fixture(scope='session')
+def server(built_docs):
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(built_docs)))
+    t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
+    yield f'http://127.0.0.1:{srv.server_address[1]}/'
+    srv.shutdown(); srv.server_close()
+
+
+@pytest.fixture(scope='session')
+def browser(built_docs):
+    if not _have('playwright'): pytest.skip('playwright (Python) is not installed; pip install -e ".[dev]"')
+    exe = _chromium()
+    if not exe: pytest.skip('Chromium not found (apt-get install chromium, or set CHROMIUM=/path/to/chromium)')
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=['--no-sandbox', '--disable-gpu'])
+        yield b
+        b.close()
+
+
+_PAGE_JS = """async () => {
+  const imgs = [...document.images];
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  return {
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id).concat([...document.querySelectorAll('a[name]')].map(e => e.name)),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    images: imgs.map(i => ({src: i.src, ok: i.complete && i.naturalWidth > 0})),
+    math: document.querySelectorAll('.math').length,
+    mjx: document.querySelectorAll('mjx-container').length,
+    merror: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent),
+    h1: [...document.querySelectorAll('article h1, main h1')].map(e => e.textContent.replace(/[#¶]/g, '').trim()),
+    title: document.title,
+  };
+}"""
+
+
+def _visit(page, url):
+    problems = []
+    page.on('console', lambda m: m.type == 'error' and problems.append(f'console error: {m.text} ({m.location.get("url")})'))
+    page.on('pageerror', lambda e: problems.append(f'javascript exception: {e}'))
+    page.on('requestfailed', lambda r: problems.append(f'request failed: {r.url} ({r.failure})'))
+    page.on('response', lambda r: r.status >= 400 and problems.append(f'HTTP {r.status}: {r.url}'))
+    page.goto(url, wait_until='networkidle')
+    info = page.evaluate(_PAGE_JS)
+    page.wait_for_load_state('networkidle')
+    return info, problems
+
+
+@pytest.fixture(scope='session')
+def site(browser, server, built_docs):
+    "Visit every HTML page once; returns {relative path: (info, problems)}"
+    ctx = browser.new_context(viewport={'width': 1300, 'height': 900})
+    res = {}
+    for f in sorted(built_docs.rglob('*.html')):
+        rel = f.relative_to(built_docs).as_posix()
+        if rel.startswith('_'): continue   # _static/ holds the theme's template fragments, not pages
+        page = ctx.new_page()
+        res[rel] = _visit(page, server + rel)
+        page.close()
+    ctx.close()
+    return res
+
+
+def test_pages_load_cleanly(site):
+    bad = {p: probs for p, (_, probs) in site.items() if probs}
+    assert not bad, 'pages with console errors or failed requests:\n' + json.dumps(bad, indent=1)
+
+
+def test_internal_links_resolve(site, server, built_docs):
+    ids = {p: set(info['ids']) for p, (info, _) in site.items()}
+    broken = []
+    for p, (info, _) in site.items():
+        for href in info['links']:
+            if not href.startswith(server): continue   # external (e.g. source links on GitHub): not followed
+            u = urlsplit(href)
+            rel = unquote(u.path[len(urlsplit(server).path):]) or 'index.html'
+            if rel.endswith('/'): rel += 'index.html'
+            if not (built_docs/rel).exists(): broken.append(f'{p}: {href} (no such file)'); continue
+            if u.fragment and rel in ids and unquote(u.fragment) not in ids[rel]:
+                broken.append(f'{p}: {href} (no element with id {u.fragment!r} in {rel})')
+    assert not broken, 'broken internal links:\n' + '\n'.join(broken)
+
+
+def test_images_load(site):
+    bad = [f'{p}: {i["src"]}' for p, (info, _) in site.items() for i in info['images'] if not i['ok']]
+    assert not bad, 'images that did not load:\n' + '\n'.join(bad)
+    n_png = sum(1 for f in NBS.glob('*.ipynb') for c in json.loads(f.read_text())['cells']
+                for o in c.get('outputs', []) if 'image/png' in o.get('data', {}))
+    n_img = sum(1 for p, (info, _) in site.items() if not p.startswith(('_', 'genindex', 'search'))
+                for i in info['images'] if '/_images/' in i['src'])
+    assert n_img >= n_png > 0 or n_png == 0, f'notebooks hold {n_png} PNG outputs but the pages show {n_img} plots'
+
+
+def test_math_typeset(site):
+    missing = [p for p, (info, _) in site.items() if info['math'] and info['mjx'] < info['math']]
+    assert not missing, f'pages whose math MathJax did not typeset: {missing}'
+    errors = {p: info['merror'] for p, (info, _) in site.items() if info['merror']}
+    assert not errors, f'TeX errors in the math: {errors}'
+    assert sum(info['mjx'] for info, _ in site.values()) > 0, 'no math rendered anywhere: is MathJax loading?'
+
+
+def test_titles(site):
+    for name, title in expected_pages():
+        info, _ = site[f'{name}.html']
+        assert title in info['h1'], f'{name}.html: notebook title {title!r} not among the page headings {info["h1"]}'
+        assert info['title'].startswith(title), f'{name}.html: <title> {info["title"]!r} does not start with {title!r}'
+
+
+def test_search(browser, server):
+    "The site's search (offline, Sphinx's index) finds a notebook by a word of its title"
+    name, title = expected_pages()[min(1, len(expected_pages()) - 1)]
+    word = max(re.findall(r'\w+', title), key=len)
+    page = browser.new_page()
+    page.goto(server + f'search.html?q={word}', wait_until='networkidle')
+    page.wait_for_selector('#search-results ul.search li', timeout=15000)
+    hits = page.eval_on_selector_all('#search-results ul.search li a', 'els => els.map(e => e.href)')
+    page.close()
+    assert any(f'/{name}.html' in h for h in hits), f'searching {word!r} did not find {name}.html: {hits[:10]}'
+
+
+def test_screenshots(browser, server, built_docs):
+    "Front page and one model page, for a person to look at"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    names = [n for n, _ in expected_pages()]
+    model = next((n for n in ('model', 'layers', 'attention') if n in names), names[-1])
+    page = browser.new_page(viewport={'width': 1300, 'height': 900})
+    written = []
+    for name in ('index', model):
+        page.goto(server + f'{name}.html', wait_until='networkidle')
+        page.evaluate('async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }')
+        page.screenshot(path=SHOTS/f'{name}.png'); written.append(SHOTS/f'{name}.png')
+        plot = page.query_selector('img[src*="_images/"]')
+        if plot:
+            plot.scroll_into_view_if_needed(); page.wait_for_timeout(200)
+            page.screenshot(path=SHOTS/f'{name}_plot.png'); written.append(SHOTS/f'{name}_plot.png')
+    page.close()
+    for f in written: assert f.stat().st_size > 10_000, f'{f} looks empty'
+    print(f'\nscreenshots written to {SHOTS}: {[f.name for f in written]}')
