@@ -197,3 +197,28 @@ def test_signal_writes_checkpoint_and_exits_cleanly(tmp_path, sig):
     step = int(result[2])
     assert step >= 3
     assert load_checkpoint(run)["step"] == step
+
+
+def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
+    from annotated_transformer.tasks import parse_args, train_main, task_preset
+    m, t, d = parse_args(["wmt14-base", "--max_tokens", "3125", "--precision", "bf16", "--no-progress", "--dropout", "0.2"])
+    assert (m.d_model, m.dropout, t.precision, t.progress, t.max_steps, t.warmup_steps) == (512, 0.2, "bf16", False, 100_000, 4000)
+    assert t.accum_for(8) == 1 and t.accum_for(1) == 8  # 25000-token batches through accumulation
+    assert task_preset("wmt14-big")[1].max_steps == 300_000
+    with pytest.raises(SystemExit): parse_args(["copy", "--precision", "fp8"])
+    with pytest.raises(SystemExit): parse_args(["nosuchtask"])
+    blocker = tmp_path / "a_file"; blocker.write_text("")
+    assert train_main(["copy", "--run_dir", str(blocker / "run"), "--max_steps", "1", "--no-progress"]) == 1
+    assert "is not writable" in capsys.readouterr().err
+
+
+def test_cli_copy_short_run_and_resume(tmp_path, capsys):
+    from annotated_transformer.tasks import train_main
+    args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "4", "--copy_n", "300", "--n_valid", "50",
+            "--eval_every", "2", "--save_every", "2"]
+    assert train_main(args) == 0
+    assert "exact-match accuracy" in capsys.readouterr().out
+    assert load_checkpoint(tmp_path)["step"] == 4
+    assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
+    assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
+    assert model_from_checkpoint(tmp_path).cfg.src_vocab_size == 11
