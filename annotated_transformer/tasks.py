@@ -190,4 +190,7 @@ def main():
     "Console-script entry point."
     sys.exit(train_main())
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules: main()  # python -m annotated_transformer.tasks (torchrun -m)
+
+# %% ../nbs/10a_tasks.ipynb #c70af718
+#| eval: false
+if __name__ == "__main__": main()  # python -m annotated_transformer.tasks (torchrun -m)
