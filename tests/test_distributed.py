@@ -1,0 +1,58 @@
+"""Two gloo processes on CPU == one process on the same global batch; disagreeing ranks fail; CUDA/NCCL when present."""
+import pytest
+import torch
+from annotated_transformer.data import copy_task_pairs
+from annotated_transformer.batching import TokenBatchSampler
+from annotated_transformer.distributed import launch_local, train_copy_demo, _disagreeing_demo, init_distributed
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
+                                reason="torch.distributed with gloo is not available")
+
+
+def test_two_gloo_ranks_equal_one_process():
+    pairs = copy_task_pairs(128, vocab_size=16, min_len=2, max_len=9, seed=0)
+    # the comparison is only meaningful if both runs see the same batches
+    assert (TokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=2).batches(0)
+            == TokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=1).batches(0))
+    ranks = launch_local(train_copy_demo, 2)  # 2 ranks x 2 micro-batches (no_sync on the first)
+    single = train_copy_demo()  # 1 process x 4 micro-batches
+    assert [r["world_size"] for r in ranks] == [2, 2] and single["world_size"] == 1
+    assert torch.equal(ranks[0]["params"], ranks[1]["params"])
+    assert ranks[0]["losses"] == pytest.approx(single["losses"], rel=1e-5)
+    torch.testing.assert_close(ranks[0]["params"], single["params"], rtol=1e-5, atol=1e-6)
+    start = train_copy_demo(steps=1, max_steps=1)["params"]
+    assert not torch.allclose(start, single["params"])  # training moved the parameters
+
+
+def test_disagreeing_ranks_fail_with_the_field():
+    with pytest.raises(RuntimeError, match="ranks disagree on settings field 'seed': rank 0 has 0, rank 1 has 1"):
+        launch_local(_disagreeing_demo, 2)
+
+
+def test_single_process_without_torchrun():
+    info = init_distributed("cpu")
+    assert (info.rank, info.world_size, info.is_main) == (0, 1, True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "fp32"])
+def test_cuda_precisions_train(tmp_path, precision):
+    import sys; from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_train import make_trainer
+    tr = make_trainer(tmp_path, device="cuda", precision=precision, max_steps=3)
+    out = tr.fit()
+    assert tr.device.type == "cuda" and torch.isfinite(torch.tensor(out["loss"]))
+    assert (tr.scaler.is_enabled()) == (precision == "fp16")
+
+
+@pytest.mark.multigpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_nccl_two_gpus_run_copy(tmp_path):
+    import subprocess, sys
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                        "-m", "annotated_transformer.tasks", "copy", "--device", "cuda", "--max_steps", "50",
+                        "--run_dir", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "latest").is_file()

@@ -1,0 +1,224 @@
+"""Trainer invariants: accumulation == one big batch, resume continues identically, atomic checkpoints,
+averaging, NaN stop, signal handling, unwritable checkpoint directory."""
+import json, os, signal, subprocess, sys, textwrap, time
+from pathlib import Path
+import pytest
+import torch
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.data import copy_task_pairs
+from annotated_transformer.batching import make_loader, collate
+from annotated_transformer.model import make_model
+from annotated_transformer import train as T
+from annotated_transformer.train import (Trainer, TrainerConfig, TrainingError, average_checkpoints, load_checkpoint,
+                                         list_checkpoints, latest_checkpoint, save_checkpoint, seed_everything,
+                                         model_from_checkpoint, read_metrics)
+
+REPO = Path(__file__).resolve().parents[1]
+PAIRS = copy_task_pairs(96, vocab_size=16, min_len=2, max_len=9, seed=0)
+
+
+def make_trainer(run_dir, dropout=0.0, max_tokens=40, val=False, **kw):
+    seed_everything(0)
+    model = make_model(TransformerConfig.tiny(dropout=dropout, label_smoothing=0.1))
+    cfg = TrainerConfig(**{**dict(max_steps=6, warmup_steps=4, lr_factor=1.0, max_tokens=max_tokens, device="cpu",
+                                   run_dir=str(run_dir), progress=False, log_every=1, save_every=0, eval_every=0), **kw})
+    train = make_loader(PAIRS, max_tokens=max_tokens, seed=cfg.seed)
+    val_loader = make_loader(PAIRS[:16], max_tokens=64, shuffle=False) if val else None
+    return Trainer(model, cfg, train, val_loader)
+
+
+def params(model): return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def test_accumulation_equals_one_big_batch(tmp_path):
+    "k micro-batches with unequal padding, accumulated, give the same update as one batch of all their pairs."
+    groups = [PAIRS[0:3], PAIRS[3:10], PAIRS[10:12]]  # different sizes and token counts
+    # Adam's first update is about lr * sign(g): with eps=1e-9 a gradient entry of 1e-12 flips sign on rounding noise.
+    # A larger eps makes the update a smooth function of the gradient, so allclose compares gradients, not noise.
+    small = make_trainer(tmp_path / "a", accum_steps=3, eps=1e-3)
+    big = make_trainer(tmp_path / "b", eps=1e-3)
+    assert torch.equal(params(small.model), params(big.model))
+    m_small = small.train_step([collate(g) for g in groups])
+    m_big = big.train_step([collate([p for g in groups for p in g])])
+    assert m_small["tokens"] == m_big["tokens"]
+    assert m_small["loss"] == pytest.approx(m_big["loss"], rel=1e-6)
+    assert m_small["grad_norm"] == pytest.approx(m_big["grad_norm"], rel=1e-5)
+    torch.testing.assert_close(params(small.model), params(big.model), rtol=1e-5, atol=1e-6)
+    assert not torch.equal(params(small.model), params(make_trainer(tmp_path / "c").model))  # it did move
+    # the schedule counts optimizer steps, not micro-batches
+    assert small.scheduler.last_epoch == big.scheduler.last_epoch == 1
+
+
+def test_mean_of_micro_batch_means_differs(tmp_path):
+    "The naive normalization (mean of each micro-batch's mean) gives another update: the test above can fail."
+    groups = [PAIRS[0:1], PAIRS[1:12]]
+    a = make_trainer(tmp_path / "a", accum_steps=2, eps=1e-3); b = make_trainer(tmp_path / "b", eps=1e-3)
+    # the naive loop: each micro-batch normalized by its own tokens, the means averaged
+    ma = [collate(g) for g in groups]
+    n = [int((mb.tgt_out != 0).sum()) for mb in ma]
+    assert n[0] != n[1]
+    a.model.train()
+    for mb in ma:
+        s, k = a.criterion(a.model(mb.src, mb.tgt_in, mb.src_key_padding_mask, mb.tgt_key_padding_mask), mb.tgt_out)
+        (s / k / len(ma)).backward()
+    a.optimizer.step()
+    b.train_step([collate(groups[0] + groups[1])])
+    assert not torch.allclose(params(a.model), params(b.model), rtol=1e-5, atol=1e-6)
+
+
+def test_resume_reproduces_uninterrupted_run(tmp_path):
+    "Train 6 steps; separately train 3, checkpoint, resume in a new Trainer, train to 6: same losses, same weights."
+    full = make_trainer(tmp_path / "full", dropout=0.1)
+    full.fit()
+    losses_full = [r["loss"] for r in read_metrics(tmp_path / "full") if "loss" in r]
+    first = make_trainer(tmp_path / "part", dropout=0.1, max_steps=3)
+    first.fit()
+    torch.manual_seed(123)  # disturb the generators: resume must restore them
+    resumed = make_trainer(tmp_path / "part", dropout=0.1, resume=True)
+    assert resumed.step == 3 and resumed.scheduler.last_epoch == 3
+    resumed.fit()
+    losses_resumed = [r["loss"] for r in read_metrics(tmp_path / "part") if "loss" in r]
+    assert len(losses_full) == len(losses_resumed) == 6
+    assert losses_resumed == losses_full  # bit-identical on CPU in fp32
+    assert torch.equal(params(resumed.model), params(full.model))
+
+
+def test_checkpoint_is_self_describing_and_keeps_last_k(tmp_path):
+    tr = make_trainer(tmp_path, max_steps=6, save_every=1, keep_last=3)
+    tr.fit()
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["ckpt_0000004.pt", "ckpt_0000005.pt", "ckpt_0000006.pt"]
+    assert latest_checkpoint(tmp_path).name == "ckpt_0000006.pt"
+    ck = load_checkpoint(tmp_path)  # weights_only=True
+    assert ck["step"] == 6 and ck["train_config"]["max_steps"] == 6
+    model = model_from_checkpoint(ck)
+    assert torch.equal(params(model), params(tr.model))
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_averaging_is_the_mean_of_parameters(tmp_path):
+    tr = make_trainer(tmp_path, max_steps=4, save_every=1, keep_last=4)
+    tr.fit()
+    paths = list_checkpoints(tmp_path)[-3:]
+    avg = average_checkpoints(paths, tmp_path / "avg.pt")
+    models = [model_from_checkpoint(p) for p in paths]
+    expected = torch.stack([params(m) for m in models]).mean(0)
+    torch.testing.assert_close(params(model_from_checkpoint(tmp_path / "avg.pt")), expected)
+    assert not torch.allclose(expected, params(models[-1]))  # the checkpoints differ, so the mean is not trivial
+    with pytest.raises(ValueError, match="at least one"): average_checkpoints([])
+
+
+def test_interrupted_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
+    tr = make_trainer(tmp_path, max_steps=2)
+    tr.fit()
+    good = latest_checkpoint(tmp_path)
+    real_save = torch.save
+
+    def crashing_save(obj, f, *a, **k):
+        f.write(b"PK\x03\x04 partial bytes of a checkpoint")  # some bytes reach the disk, then the process dies
+        raise OSError("simulated crash during write")
+    monkeypatch.setattr(T.torch, "save", crashing_save)
+    tr.step = 3
+    with pytest.raises(OSError, match="simulated crash"): tr.save()
+    monkeypatch.setattr(T.torch, "save", real_save)
+    assert latest_checkpoint(tmp_path) == good
+    assert load_checkpoint(tmp_path)["step"] == 2
+    assert not (tmp_path / "ckpt_0000003.pt").exists() and not list(tmp_path.glob("*.tmp"))
+
+
+def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(tmp_path):
+    tr = make_trainer(tmp_path, max_steps=10, save_every=2)
+    real = tr.criterion.forward
+
+    def poisoned(logits, target):
+        s, n = real(logits, target)
+        return (s * float("nan") if tr.step == 4 else s), n  # the 5th update
+    tr.criterion.forward = poisoned
+    before = None
+    with pytest.raises(TrainingError, match=r"step 5: the loss is nan.*ckpt_0000004\.pt"):
+        tr.fit()
+    assert latest_checkpoint(tmp_path).name == "ckpt_0000004.pt"
+    ck = load_checkpoint(tmp_path)
+    assert all(torch.isfinite(v).all() for v in ck["model"].values())
+    assert all(torch.isfinite(p).all() for p in tr.model.parameters())  # the update was not applied
+
+
+def test_unwritable_checkpoint_dir_fails_at_start(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    with pytest.raises(TrainingError, match="a_file/run' is not writable"):
+        make_trainer(blocker / "run")
+
+
+def test_validation_and_metrics_file(tmp_path):
+    tr = make_trainer(tmp_path, max_steps=4, eval_every=2, val=True)
+    out = tr.fit()
+    recs = read_metrics(tmp_path)
+    val = [r for r in recs if "val_loss" in r]
+    assert [r["step"] for r in val] == [2, 4]
+    assert out["val_ppl"] == pytest.approx(torch.tensor(out["val_nll"]).exp().item(), rel=1e-6)
+    train = [r for r in recs if "loss" in r]
+    assert [r["step"] for r in train] == [1, 2, 3, 4]
+    assert {"lr", "grad_norm", "tokens_per_s", "mem_mb"} <= set(train[0])
+
+
+def test_bf16_autocast_trains_on_cpu(tmp_path):
+    tr = make_trainer(tmp_path, max_steps=2, precision="bf16")
+    out = tr.fit()
+    assert torch.isfinite(torch.tensor(out["loss"]))
+    assert all(p.dtype == torch.float32 for p in tr.model.parameters())  # weights stay fp32
+    with pytest.raises(ValueError, match="needs a CUDA device"): make_trainer(tmp_path / "x", precision="fp16")
+
+
+SIGNAL_SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from test_train import make_trainer
+    tr = make_trainer({run!r}, max_steps=100000, log_every=1)
+    out = tr.fit()
+    print("RESULT", out.get("stopped_by"), out["step"], flush=True)
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_writes_checkpoint_and_exits_cleanly(tmp_path, sig):
+    run = tmp_path / "run"
+    script = SIGNAL_SCRIPT.format(tests=str(Path(__file__).parent), run=str(run))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not ((run / "metrics.jsonl").is_file() and (run / "metrics.jsonl").read_text().count("\n") >= 3):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    result = [l for l in out.splitlines() if l.startswith("RESULT")][0].split()
+    assert result[1] == sig.name
+    step = int(result[2])
+    assert step >= 3
+    assert load_checkpoint(run)["step"] == step
+
+
+def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
+    from annotated_transformer.tasks import parse_args, train_main, task_preset
+    m, t, d = parse_args(["wmt14-base", "--max_tokens", "3125", "--precision", "bf16", "--no-progress", "--dropout", "0.2"])
+    assert (m.d_model, m.dropout, t.precision, t.progress, t.max_steps, t.warmup_steps) == (512, 0.2, "bf16", False, 100_000, 4000)
+    assert t.accum_for(8) == 1 and t.accum_for(1) == 8  # 25000-token batches through accumulation
+    assert task_preset("wmt14-big")[1].max_steps == 300_000
+    with pytest.raises(SystemExit): parse_args(["copy", "--precision", "fp8"])
+    with pytest.raises(SystemExit): parse_args(["nosuchtask"])
+    blocker = tmp_path / "a_file"; blocker.write_text("")
+    assert train_main(["copy", "--run_dir", str(blocker / "run"), "--max_steps", "1", "--no-progress"]) == 1
+    assert "is not writable" in capsys.readouterr().err
+
+
+def test_cli_copy_short_run_and_resume(tmp_path, capsys):
+    from annotated_transformer.tasks import train_main
+    args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "4", "--copy_n", "300", "--n_valid", "50",
+            "--eval_every", "2", "--save_every", "2"]
+    assert train_main(args) == 0
+    assert "exact-match accuracy" in capsys.readouterr().out
+    assert load_checkpoint(tmp_path)["step"] == 4
+    assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
+    assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
+    assert model_from_checkpoint(tmp_path).cfg.src_vocab_size == 11
