@@ -319,7 +319,13 @@ def render_readme() -> tuple[str, dict]:
     if not idx.exists(): raise DocsError(f'{idx} is missing: README.md is generated from it')
     conv = Converter(notebooks(cfg.nbs_path), cfg, readme=True)
     nb = nbformat.reads(json.dumps(_jsonable(conv.convert(process_nb(idx), idx))), as_version=4)
-    exp = MarkdownExporter()
+    from traitlets.config import Config
+    c = Config()  # honour the cell tags the converter sets from `#| echo: false` / `output: false`
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_input_tags = {'remove-input'}
+    c.TagRemovePreprocessor.remove_all_outputs_tags = {'remove-output'}
+    c.TagRemovePreprocessor.remove_cell_tags = {'remove-cell'}
+    exp = MarkdownExporter(config=c)
     body, res = exp.from_notebook_node(nb, resources={'output_files_dir': 'README_files'})
     head = (f'<!-- Generated from {idx.relative_to(ROOT)} by tools/build_docs.py readme: edit the notebook, '
             f'not this file. -->\n\n')
