@@ -28,11 +28,13 @@ def load_checkpoint(path: str | Path, # a checkpoint written by the trainer (tor
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: checkpoint not found")
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(ckpt, dict) or not {"model", "config"} <= set(ckpt):
-        raise ValueError(f"{path}: not a checkpoint of this package; expected a dict with keys 'model' and 'config'")
-    cfg = config_from_dict(TransformerConfig, ckpt["config"])
+    conf_key = "config" if "config" in ckpt else "model_config"  # `save_model` writes "config", the trainer "model_config"
+    if not isinstance(ckpt, dict) or not {"model", conf_key} <= set(ckpt):
+        raise ValueError(f"{path}: not a checkpoint of this package; expected a dict with keys 'model' and 'config' "
+                         "(save_model) or 'model_config' (the trainer)")
+    cfg = config_from_dict(TransformerConfig, ckpt[conf_key])
     if tokenizer_dir is not None: tok, where = SubwordTokenizer.load(tokenizer_dir), Path(tokenizer_dir)
-    elif "tokenizer" in ckpt: tok, where = SubwordTokenizer.from_state_dict(ckpt["tokenizer"]), f"{path} (embedded)"
+    elif ckpt.get("tokenizer") is not None: tok, where = SubwordTokenizer.from_state_dict(ckpt["tokenizer"]), f"{path} (embedded)"
     elif (path.parent / SubwordTokenizer.model_file).is_file(): tok, where = SubwordTokenizer.load(path.parent), path.parent
     else: raise FileNotFoundError(f"{path}: no tokenizer inside the checkpoint and no {SubwordTokenizer.model_file} beside "
                                   "it; pass the tokenizer directory saved with the training run (--tokenizer DIR)")
