@@ -39,9 +39,10 @@ TASKS = {
                      TrainerConfig(max_steps=1000, warmup_steps=200, max_tokens=800, eval_every=250, log_every=50,
                                    save_every=500, keep_last=2, run_dir="runs/copy"),
                      DataSpec("copy", n_valid=500)),
-    "multi30k": lambda: (TransformerConfig.base(src_vocab_size=8000, tgt_vocab_size=8000, max_len=256),
-                         TrainerConfig(max_steps=15000, warmup_steps=2000, max_tokens=4096, eval_every=1000,
-                                       save_every=1000, run_dir="runs/multi30k"),
+    "multi30k": lambda: (TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
+                                           n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # 11_translation's run
+                         TrainerConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
+                                       keep_last=10, precision="bf16", run_dir="runs/multi30k"),
                          DataSpec("multi30k", "val", 8000, download=True)),
     "iwslt14": lambda: (TransformerConfig.base(src_vocab_size=10000, tgt_vocab_size=10000, d_ff=1024, n_heads=4,
                                                dropout=0.3, max_len=256),
