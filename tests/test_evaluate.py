@@ -1,0 +1,59 @@
+"`at-train multi30k` then `at-evaluate` as a user runs them, in both directions, on a tiny corpus in the Multi30k layout."
+import json, os, random, shutil, subprocess, sys
+import pytest
+from annotated_transformer.train import load_checkpoint
+from annotated_transformer.translation import paper_bleu, paper_tokenize
+
+LEX = dict(ein="a", mann="man", hund="dog", läuft="runs", sitzt="sits", auf="on", dem="the", gras="grass", rot="red")
+
+def _script(name, module, func):
+    exe = shutil.which(name)
+    return [exe] if exe else [sys.executable, "-c", f"import sys; from annotated_transformer.{module} import {func}; sys.exit({func}())"]
+
+def run(name, module, func, *args, cwd):
+    return subprocess.run(_script(name, module, func) + list(args), cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"})
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    "Word-for-word German/English pairs written as multi30k/{train,val,test_2016_flickr}.{de,en}."
+    d = tmp_path_factory.mktemp("data"); m = d / "multi30k"; m.mkdir()
+    rng = random.Random(0)
+    for stem, n in (("train", 300), ("val", 20), ("test_2016_flickr", 20)):
+        de = [" ".join(rng.choice(list(LEX)) for _ in range(rng.randint(3, 7))) for _ in range(n)]
+        (m / f"{stem}.de").write_text("".join(s + "\n" for s in de), encoding="utf-8")
+        (m / f"{stem}.en").write_text("".join(" ".join(LEX[w] for w in s.split()) + "\n" for s in de), encoding="utf-8")
+    return d
+
+@pytest.mark.parametrize("src,tgt", [("de", "en"), ("en", "de")])
+def test_train_then_evaluate(tmp_path, data_dir, src, tgt):
+    r = run("at-train", "cli", "main", "multi30k", "--src_lang", src, "--tgt_lang", tgt, "--data_dir", str(data_dir),
+            "--no-download", "--vocab_size", "320", "--d_model", "32", "--d_ff", "64", "--n_heads", "2", "--n_layers", "1",
+            "--max_steps", "6", "--warmup_steps", "2", "--save_every", "2", "--eval_every", "3", "--max_tokens", "400",
+            "--precision", "fp32", "--device", "cpu", "--no-progress", "--run_dir", str(tmp_path / "run"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ck = load_checkpoint(tmp_path / "run")
+    assert (ck["extra"]["data"]["src_lang"], ck["extra"]["data"]["tgt_lang"]) == (src, tgt)
+    r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path / "run"), "--test", "test", "--out",
+            str(tmp_path / "res"), "--average", "2", "3", "--batch-size", "8", "--save-chosen", str(tmp_path / "chosen.pt"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "res" / "results.json").read_text())
+    assert res["direction"] == f"{src}-{tgt}" and res["n_test"] == 20 and res["n_valid"] == 20
+    assert sorted(res["selection"]) == ["avg2", "avg3", "last"] and res["chosen"] in res["selection"]
+    assert f"--src_lang {src}" in res["command"] or src == "de"  # the command reproduces the direction
+    refs = (data_dir / "multi30k" / f"test_2016_flickr.{tgt}").read_text(encoding="utf-8").splitlines()
+    hyps = (tmp_path / "res" / "test.beam.txt").read_text(encoding="utf-8").splitlines()
+    assert len(hyps) == len(refs)
+    assert res["test_beam"]["bleu_paper"] == pytest.approx(paper_bleu(hyps, refs, tgt)["bleu_paper"])
+    assert load_checkpoint(tmp_path / "chosen.pt")["model_config"] == ck["model_config"]
+
+def test_evaluate_errors(tmp_path):
+    r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path / "nothing"), "--test", "test", "--out", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 1 and "no checkpoints" in r.stderr
+    r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and "--test" in r.stderr
+
+def test_paper_tokenization():
+    assert paper_tokenize("Das Hotel-Zimmer (2-3 Nächte).", "de") == "Das Hotel ##AT##-##AT## Zimmer ( 2 ##AT##-##AT## 3 Nächte ) ."
+    assert paper_tokenize("a-b-c", "de") == "a ##AT##-##AT## b-c"  # like perl's s///g: matches do not overlap
+    with pytest.raises(ValueError, match="2 hypotheses but 1 references"): paper_bleu(["a", "b"], ["a"])
