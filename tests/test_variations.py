@@ -1,0 +1,126 @@
+"""Table 3 variations: the row mapping (every row of the paper present, A keeps h*d_k constant, scaled configs valid,
+parameter counts move the paper's way), and the grid's CSV writer / resume on a tiny grid."""
+import csv, json, os, subprocess, sys
+from dataclasses import replace
+from pathlib import Path
+import pytest
+import torch
+from annotated_transformer.model import make_model, count_parameters
+from annotated_transformer.variations import (PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config,
+                                              row_config, mapping_table, run_grid, read_table, CSV_FIELDS)
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The rows of the paper's Table 3, as (group, settings that differ from base): an independent list to check against.
+PAPER_ROWS = [("base", {}),
+              ("A", dict(n_heads=1, d_k=512)), ("A", dict(n_heads=4, d_k=128)), ("A", dict(n_heads=16, d_k=32)),
+              ("A", dict(n_heads=32, d_k=16)),
+              ("B", dict(d_k=16)), ("B", dict(d_k=32)),
+              ("C", dict(n_layers=2)), ("C", dict(n_layers=4)), ("C", dict(n_layers=8)),
+              ("C", dict(d_model=256, d_k=32)), ("C", dict(d_model=1024, d_k=128)),
+              ("C", dict(d_ff=1024)), ("C", dict(d_ff=4096)),
+              ("D", dict(dropout=0.0)), ("D", dict(dropout=0.2)), ("D", dict(label_smoothing=0.0)),
+              ("D", dict(label_smoothing=0.2)),
+              ("E", dict(positional="learned")),
+              ("big", dict(d_model=1024, d_ff=4096, n_heads=16, dropout=0.3))]
+
+
+def test_every_paper_row_present():
+    got = [(r.group, {k: v for k, v in paper_config(r).items() if PAPER_BASE[k] != v}) for r in PAPER_TABLE3]
+    assert got == PAPER_ROWS
+    assert len(ROWS) == len(PAPER_TABLE3)  # names unique
+    assert ROWS["big"].steps_factor == 3.0 and ROWS["base"].params_m == 65
+
+
+@pytest.mark.parametrize("width,depth", [(4, 2), (8, 2), (2, 1)])
+def test_row_a_keeps_computation_constant(width, depth):
+    base = row_config("base", 1000, width, depth)
+    for r in PAPER_TABLE3:
+        if r.group != "A": continue
+        cfg = row_config(r, 1000, width, depth)
+        assert cfg.n_heads * cfg.head_dim == cfg.d_model == base.d_model
+        assert count_parameters(make_model(cfg)) == count_parameters(make_model(base))
+
+
+def test_scaling_rule():
+    s = scale_config(paper_config(ROWS["C d_model=1024"]), width=4, depth=2)
+    assert (s["d_model"], s["d_k"], s["d_ff"], s["n_layers"], s["n_heads"]) == (256, 32, 512, 3, 8)
+    assert scale_config(PAPER_BASE, 1, 1) == PAPER_BASE
+    with pytest.raises(ValueError, match="not divisible"): scale_config(PAPER_BASE, width=3)
+    with pytest.raises(ValueError, match="not divisible"): scale_config(PAPER_BASE, depth=4)  # N=6
+    assert row_config("E learned pos", 1000).positional == "learned"
+    assert row_config("D eps_ls=0.2", 1000).label_smoothing == 0.2
+
+
+def test_scaled_configs_valid_and_param_counts_move_the_papers_way():
+    rows = {r["row"]: r for r in mapping_table(width=4, depth=2, vocab_size=8000, norm_first=True, max_len=256)}
+    for r in PAPER_TABLE3:  # each builds and runs a forward pass
+        cfg = row_config(r, 50, norm_first=True, max_len=32)
+        model = make_model(cfg).eval()
+        out = model(torch.randint(3, 50, (2, 7)), torch.randint(3, 50, (2, 5)))
+        assert out.shape == (2, 5, 50)
+    base = rows["base"]["our_params_m"]
+    for r in PAPER_TABLE3:
+        if r.params_m is None or r.name == "base": continue
+        assert (rows[r.name]["our_params_m"] > base) == (r.params_m > ROWS["base"].params_m), r.name
+    # and the ordering within each sweep agrees with the paper's
+    for names in (["C N=2", "C N=4", "base", "C N=8"], ["B d_k=16", "B d_k=32", "base"],
+                  ["C d_model=256", "base", "C d_model=1024", "big"], ["C d_ff=1024", "base", "C d_ff=4096"]):
+        ours = [rows[n]["our_params_m"] for n in names]
+        assert ours == sorted(ours) and len(set(ours)) == len(ours), names
+
+
+TINY = GridSettings(steps=3, max_tokens=512, vocab_size=400, width=16, depth=2, n_train=200, n_valid=8, beam_size=2)
+
+
+def test_grid_csv_and_resume(shared_data, tmp_path):
+    out = tmp_path / "grid"
+    got = run_grid(["base"], TINY, out, data_dir=str(shared_data), log=lambda m: None)
+    assert [r["row"] for r in got] == ["base"]
+    header = next(csv.reader(open(out / "table3.csv")))
+    assert header == CSV_FIELDS
+    assert (out / "metrics" / "base.jsonl").is_file() and (out / "tokenizer" / "spm.model").is_file()
+    assert not (out / "runs").exists()  # scratch checkpoints removed
+    tok_mtime = (out / "tokenizer" / "spm.model").stat().st_mtime
+    # resume: base is skipped (its line unchanged), the new row is appended, with the same tokenizer
+    got2 = run_grid(["base", "C N=2"], TINY, out, data_dir=str(shared_data), log=lambda m: None)
+    assert [r["row"] for r in got2] == ["base", "C N=2"]
+    assert got2[0] == got[0]
+    assert (out / "tokenizer" / "spm.model").stat().st_mtime == tok_mtime
+    r = got2[1]
+    assert r["steps"] == 3 and r["n_layers"] == 1 and r["params"] < got2[0]["params"]
+    assert r["dev_ppl"] > 1 and r["paper_ppl"] == 6.11 and r["paper_params_m"] == 36
+    assert len(open(out / "table3.csv").read().splitlines()) == 3
+    # a grid that is complete trains nothing; another budget in the same directory is refused
+    assert run_grid(["C N=2"], TINY, out, data_dir=str(shared_data), log=lambda m: None) == got2
+    with pytest.raises(ValueError, match="other settings"):
+        run_grid(["base"], replace(TINY, steps=4), out, data_dir=str(shared_data))
+    assert json.loads((out / "settings.json").read_text())["steps"] == 3
+
+
+def test_unknown_row(tmp_path):
+    with pytest.raises(ValueError, match="unknown Table 3 rows"): run_grid(["F"], TINY, tmp_path)
+
+
+def test_cli(shared_data, tmp_path):
+    cmd = [sys.executable, "-m", "annotated_transformer.variations", "--rows", "C N=2", "--out", str(tmp_path / "g"),
+           "--data_dir", str(shared_data), "--steps", "2", "--max_tokens", "512", "--vocab_size", "400", "--width", "16",
+           "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--no-norm_first"]
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr
+    rows = read_table(tmp_path / "g")
+    assert [r["row"] for r in rows] == ["C N=2"] and rows[0]["steps"] == 2
+    assert json.loads((tmp_path / "g" / "settings.json").read_text())["norm_first"] is False
+    bad = subprocess.run(cmd[:3] + ["--out", str(tmp_path / "h"), "--rows", "nope"], cwd=REPO, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert bad.returncode != 0 and "unknown Table 3 rows" in bad.stderr
+
+
+def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):
+    "A row whose training a signal stopped must not reach the CSV (a resumed grid retrains it)."
+    from annotated_transformer import variations as V
+    monkeypatch.setattr(V.Trainer, "fit", lambda self: dict(stopped_by="SIGTERM", step=1))
+    with pytest.raises(KeyboardInterrupt, match="stopped by SIGTERM"):
+        run_grid(["base"], TINY, tmp_path, data_dir=str(shared_data), log=lambda m: None)
+    assert not (tmp_path / "table3.csv").exists()
