@@ -3,11 +3,11 @@ import gzip, random, subprocess, sys
 import pytest, torch
 from annotated_transformer.parsing import (Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize,
                                            evalb, evalb_sentence, evalb_brackets, with_tags, ParsingVocab, encode_trees,
-                                           ptb_trees, sample_trees, parse, parse_main, load_parser, EvalbParams)
+                                           ptb_trees, sample_trees, parse, parse_main, load_parser, EvalbParams, train_main)
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.batching import make_loader
-from annotated_transformer.train import Trainer, TrainerConfig, seed_everything
+from annotated_transformer.train import Trainer, TrainerConfig, seed_everything, load_checkpoint
 
 GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"
 
@@ -198,3 +198,15 @@ def test_at_parse_greedy_subprocess_and_errors(tiny_checkpoint, tmp_path):
     assert len(r.stdout.splitlines()) == 20 and "EVALB (COLLINS.prm)" in r.stderr
     r = subprocess.run(cmd + ["--checkpoint", str(tmp_path / "none")], capture_output=True, text=True)
     assert r.returncode == 1 and "at-parse: error:" in r.stderr
+
+def test_train_main_ptb_sample(shared_data, tmp_path):  # the at-train path: presets, vocabularies, checkpoint contents
+    run = tmp_path / "run"
+    rc = train_main(["ptb-sample", "--max_steps", "2", "--eval_every", "0", "--save_every", "0", "--run_dir", str(run),
+                     "--no-progress", "--data_dir", str(shared_data), "--n_valid", "20", "--device", "cpu",
+                     "--d_model", "32", "--d_ff", "64", "--n_layers", "1"])
+    assert rc == 0
+    model, vocab = load_parser(run)
+    assert vocab.src_vocab_size == 2000 and not model.cfg.tie_embeddings and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
+    ck = load_checkpoint(run)
+    assert ck["step"] == 2 and ck["extra"]["counts"]["train_trees"] == 3669 and ck["extra"]["data"]["recipe"] == "ptb-sample"
+    assert train_main(["ptb-sample", "--run_dir", str(run / "x"), "--data_dir", str(tmp_path), "--no-progress"]) == 1  # no data: clear error
