@@ -1,0 +1,215 @@
+"Parsing (§6.3): tree reading, linearization, repair, the EVALB scorer on hand-worked examples, and at-parse end to end."
+import gzip, random, subprocess, sys
+import pytest, torch
+from annotated_transformer.parsing import (Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize,
+                                           evalb, evalb_sentence, evalb_brackets, with_tags, ParsingVocab, encode_trees,
+                                           ptb_trees, sample_trees, parse, parse_main, load_parser, EvalbParams, train_main)
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.model import make_model
+from annotated_transformer.batching import make_loader
+from annotated_transformer.train import Trainer, TrainerConfig, seed_everything, load_checkpoint
+
+GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"
+
+def score(gold, test): return evalb([parse_tree(gold)], [parse_tree(test)])["all"]
+
+# ---------------------------------------------------------------- EVALB, worked by hand
+def test_evalb_brackets_by_hand():
+    # words after deleting '.': The cat sat on the mat (0..6); TOP and preterminals are not brackets
+    b, words, length = evalb_brackets(parse_tree(GOLD))
+    assert words == "The cat sat on the mat".split() and length == 7  # punctuation counts for the length
+    assert dict(b) == {("S", 0, 6): 1, ("NP", 0, 2): 1, ("VP", 2, 6): 1, ("PP", 3, 6): 1, ("NP", 4, 6): 1}
+
+def test_perfect_parse():
+    s = score(GOLD, GOLD)
+    assert (s["precision"], s["recall"], s["f1"], s["exact"], s["matched"]) == (100, 100, 100, 100, 5)
+
+def test_one_wrong_label():  # NP(4,6) labelled ADJP: 4 of 5 brackets match on each side
+    s = score(GOLD, GOLD.replace("(NP (DT the)", "(ADJP (DT the)"))
+    assert (s["precision"], s["recall"], s["f1"], s["exact"]) == (80, 80, 80, 0)
+
+def test_one_wrong_span():  # the PP covers "on the" and "mat" hangs from VP: PP(3,5) instead of PP(3,6), NP(4,6) gone
+    test = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (DT the)) (NN mat)) (. .)))"
+    s = score(GOLD, test)
+    assert (s["matched"], s["gold_brackets"], s["test_brackets"]) == (3, 5, 4)
+    assert s["precision"] == 75 and s["recall"] == 60 and abs(s["f1"] - 2 * 75 * 60 / 135) < 1e-9
+
+def test_advp_prt_are_one_label():
+    gold = "(TOP (S (NP (PRP He)) (VP (VBD gave) (PRT (RP up)))))"
+    assert score(gold, gold.replace("(PRT", "(ADVP"))["f1"] == 100
+    assert score(gold, gold.replace("(PRT", "(ADJP"))["f1"] < 100  # only that pair is merged
+
+def test_punctuation_attachment_ignored():  # '.' inside the VP instead of under S: the spans over words are the same
+    test = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat))) (. .))))"
+    assert score(GOLD, test)["f1"] == 100
+    test2 = "(TOP (S (NP (DT The) (NN cat) (, ,)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"
+    g2 = GOLD.replace("(NN cat))", "(NN cat)) (, ,)")  # a comma between NP and VP in gold, inside NP in test
+    assert score(g2, test2)["f1"] == 100
+
+def test_top_ignored():  # the same tree without the TOP bracket, or with another root bracket named TOP
+    assert score(GOLD, GOLD[5:-1])["f1"] == 100
+    assert evalb_brackets(parse_tree(GOLD))[0] == evalb_brackets(parse_tree(GOLD[5:-1]))[0]
+
+def test_function_tags_and_empty_spans():
+    gold = "(TOP (S (NP-SBJ (PRP He)) (VP (VBD left)) (PRN (, ,)) (. .)))"  # PRN holds only punctuation: empty span
+    b, _, _ = evalb_brackets(parse_tree(gold))
+    assert dict(b) == {("S", 0, 2): 1, ("NP", 0, 1): 1, ("VP", 1, 2): 1}
+
+def test_unary_duplicates_are_a_multiset():
+    gold = "(TOP (S (NP (NP (NN it))) (VP (VBZ works))))"
+    s = score(gold, "(TOP (S (NP (NN it)) (VP (VBZ works))))")
+    assert (s["matched"], s["gold_brackets"], s["test_brackets"]) == (3, 4, 3) and s["recall"] == 75
+
+def test_length_mismatch_is_an_error_and_excluded():
+    r = evalb_sentence(parse_tree(GOLD), parse_tree("(TOP (S (NP (DT The) (NN cat)) (. .)))"))
+    assert "length unmatch" in r["error"]
+    res = evalb([parse_tree(GOLD)] * 2, [parse_tree(GOLD), parse_tree("(TOP (S (NP (DT The) (NN cat)) (. .)))")])
+    assert res["all"]["errors"] == 1 and res["all"]["f1"] == 100
+
+def test_corpus_totals_are_micro_averaged():  # 5/5 and 3/(5 gold, 4 test): P = 8/9, R = 8/10
+    test = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (DT the)) (NN mat)) (. .)))"
+    s = evalb([parse_tree(GOLD)] * 2, [parse_tree(GOLD), parse_tree(test)])["all"]
+    assert abs(s["precision"] - 800 / 9) < 1e-9 and abs(s["recall"] - 80) < 1e-9 and s["exact"] == 50
+
+def test_cutoff_40():
+    long = "(TOP (S " + " ".join(f"(NN w{i})" for i in range(41)) + "))"
+    res = evalb([parse_tree(GOLD), parse_tree(long)], [parse_tree(GOLD), parse_tree(long)], EvalbParams())
+    assert res["all"]["sentences"] == 2 and res["len<=40"]["sentences"] == 1
+
+def test_gold_tags_decide_punctuation():  # the model's XX tags: the gold tags are put back before scoring
+    test, _ = delinearize(linearize(parse_tree(GOLD)), parse_tree(GOLD).words())
+    assert "length unmatch" in evalb_sentence(parse_tree(GOLD), test)["error"]  # '.' tagged XX is a word
+    assert evalb_sentence(parse_tree(GOLD), with_tags(test, parse_tree(GOLD)))["exact"]
+
+# ---------------------------------------------------------------- linearization and repair
+def test_linearize():
+    assert " ".join(linearize(parse_tree(GOLD))) == "(S (NP XX XX )NP (VP XX (PP XX (NP XX XX )NP )PP )VP XX )S"
+
+def test_roundtrip():
+    t = parse_tree(GOLD)
+    back, rep = delinearize(linearize(t), t.words())
+    assert rep == {} and str(with_tags(back, t)) == GOLD
+
+W = "The cat sat on the mat .".split()
+def wellformed(tree, words):
+    t = parse_tree(str(tree))  # prints and reads back
+    assert t.label == "TOP" and len(t.children) == 1 and not t.children[0].is_preterminal() and t.words() == words
+    return t
+
+def test_repair_unmatched_closer_dropped():
+    t, rep = delinearize("(S XX XX )NP )S )S XX XX XX XX XX".split(), W)
+    wellformed(t, W); assert rep["unmatched closing bracket dropped"] == 2 and rep["top level wrapped in (S"] == 1
+    assert str(t).startswith("(TOP (S (S (XX The) (XX cat)) (XX sat)")
+
+def test_repair_open_brackets_closed_at_end():
+    t, rep = delinearize("(S (NP XX XX )NP (VP XX (PP XX (NP XX XX".split(), W)
+    wellformed(t, W); assert rep["open bracket closed at the end"] == 4 and rep["missing XX added"] == 1
+    assert str(t) == "(TOP (S (NP (XX The) (XX cat)) (VP (XX sat) (PP (XX on) (NP (XX the) (XX mat)))) (XX .)))"
+
+def test_repair_too_many_xx():
+    t, rep = delinearize("(S (NP XX XX )NP (VP XX XX XX XX XX (NP XX XX )NP )VP )S".split(), W)
+    wellformed(t, W); assert rep == {"extra XX dropped": 2}
+    assert str(t) == "(TOP (S (NP (XX The) (XX cat)) (VP (XX sat) (XX on) (XX the) (XX mat) (XX .))))"  # emptied NP pruned
+
+def test_repair_too_few_xx():
+    t, rep = delinearize("(S (NP XX )NP XX )S".split(), W)
+    wellformed(t, W); assert rep == {"missing XX added": 5}
+    assert str(t) == "(TOP (S (NP (XX The)) (XX cat) (XX sat) (XX on) (XX the) (XX mat) (XX .)))"
+
+def test_repair_empty_output_is_flat():
+    t, rep = delinearize([], W)
+    assert str(wellformed(t, W)) == "(TOP (S " + " ".join(f"(XX {w})" for w in W) + "))"
+
+def test_repair_label_mismatch_and_junk():
+    t, rep = delinearize("(S (NP XX XX )VP <unk> (VP XX XX XX XX XX )VP )S".split(), W)
+    wellformed(t, W); assert rep == {"closing label differs (kept the opening one)": 1, "other token dropped": 1}
+
+def test_repair_two_top_constituents_wrapped():
+    t, rep = delinearize("(NP XX XX )NP (VP XX XX XX XX XX )VP".split(), W)
+    wellformed(t, W); assert rep == {"top level wrapped in (S": 1}
+
+# ---------------------------------------------------------------- reading trees, bad input
+def test_malformed_tree_names_file_and_line(tmp_path):
+    f = tmp_path / "bad.clean"
+    f.write_text(GOLD + "\n" + GOLD + "\n" + GOLD[:-1] + "\n")
+    with pytest.raises(TreeError, match=r"bad\.clean, line 3: the tree starting here is not closed"): read_trees(f)
+    f.write_text(GOLD + "\n" + GOLD + ")\n")
+    with pytest.raises(TreeError, match=r"bad\.clean, line 2: '\)' without a matching '\('"): read_trees(f)
+    f.write_text(GOLD + "\n(S (NP (DT a) dog))\n")
+    with pytest.raises(TreeError, match=r"line 2: \(NP \.\.\.\) mixes a word"): read_trees(f)
+
+def test_mrg_multiline_gz(tmp_path):
+    text = "\n( (S \n    (NP-SBJ (DT The) (NN cat) )\n    (VP (VBD sat) (NP (-NONE- *T*-1) ))\n    (. .) ))\n( (S (NP (PRP It)) (VP (VBD ran) ) (. .) )) \n"
+    f = tmp_path / "x.mrg.gz"; f.write_bytes(gzip.compress(text.encode()))
+    trees = read_trees(f)
+    assert [str(t) for t in trees] == ["(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)))",
+                                       "(TOP (S (NP (PRP It)) (VP (VBD ran)) (. .)))"]
+    f.write_bytes(gzip.compress((text + "( (S (NP (PRP It)) \n (VP (VBD ran) )\n").encode()))
+    with pytest.raises(TreeError, match=r"x\.mrg\.gz, line 7"): read_trees(f)
+
+def test_shared_ptb(shared_data):
+    dev = ptb_trees("dev", shared_data)
+    assert len(dev) == 1700 and sum(len(t.words()) for t in dev) == 40117  # MANIFEST: 1700 trees, 40,117 tokens
+    mrg = read_trees(shared_data / "ptb" / "wsj_22.mrg.gz")  # the same conversion as the .clean file
+    assert [str(t) for t in mrg] == [str(t) for t in dev]
+    assert len(sample_trees("train", shared_data)) + len(sample_trees("dev", shared_data)) == 3914
+
+# ---------------------------------------------------------------- at-parse end to end on a tiny model
+N = "dog cat man park idea bird tree car".split(); V = "saw liked found took".split(); D = "the a this".split()
+I = "slept ran".split()  # intransitive: the tree's shape depends on the verb
+def toy_tree(rng):
+    np = lambda: f"(NP (DT {rng.choice(D)}) (NN {rng.choice(N)}))"
+    vp = f"(VP (VBD {rng.choice(V)}) {np()})" if rng.random() < 0.5 else f"(VP (VBD {rng.choice(I)}))"
+    return parse_tree(f"(TOP (S {np()} {vp} (. .)))")
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    rng, run = random.Random(0), tmp_path_factory.mktemp("ptb") / "run"
+    trees = [toy_tree(rng) for _ in range(300)]
+    seed_everything(0)
+    vocab = ParsingVocab.build(trees, vocab_size=300)
+    cfg = TransformerConfig.tiny(src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size,
+                                 tie_embeddings=False, max_len=128, norm_first=True)
+    tcfg = TrainerConfig(max_steps=150, warmup_steps=60, max_tokens=800, log_every=30, eval_every=0, save_every=0,
+                         run_dir=str(run), progress=False, device="cpu")
+    pairs, _ = encode_trees(trees, vocab, cfg.max_len)
+    Trainer(make_model(cfg), tcfg, make_loader(pairs, tcfg.max_tokens, seed=0), tokenizer=vocab).fit()
+    return run, [toy_tree(rng) for _ in range(20)]
+
+def test_at_parse_end_to_end(tiny_checkpoint, tmp_path, capsys):
+    run, golds = tiny_checkpoint
+    model, vocab = load_parser(run)
+    res = parse(model, vocab, [g.words() for g in golds], beam_size=4)
+    assert evalb(golds, [with_tags(t, g) for (t, _), g in zip(res, golds)])["all"]["f1"] > 95  # the toy grammar is learnt
+    assert {len(g.words()) for g in golds} == {4, 6}  # both shapes are in the test set
+    inp = tmp_path / "in.txt"
+    mangled = "park park the the the . . idea saw saw saw a a a dog dog cat".split()  # not a sentence of the toy grammar
+    inp.write_text(" ".join(golds[0].words()) + "\n\n" + " ".join(mangled) + "\n")
+    assert parse_main(["--checkpoint", str(run), "--input", str(inp), "--beam", "3"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[1] == "" and len(out) == 4
+    assert parse_tree(out[0]).words() == golds[0].words()
+    wellformed(parse_tree(out[2]), mangled)  # repaired: still one well-formed tree over exactly these words
+    assert parse_main(["--checkpoint", str(run), "--input", str(inp), "--beam", "1"]) == 0
+
+def test_at_parse_greedy_subprocess_and_errors(tiny_checkpoint, tmp_path):
+    run, golds = tiny_checkpoint
+    gold = tmp_path / "gold.clean"; gold.write_text("".join(str(g) + "\n" for g in golds))
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.parsing import parse_main; sys.exit(parse_main())"]
+    r = subprocess.run(cmd + ["--checkpoint", str(run), "--gold", str(gold), "--beam", "1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 20 and "EVALB (COLLINS.prm)" in r.stderr
+    r = subprocess.run(cmd + ["--checkpoint", str(tmp_path / "none")], capture_output=True, text=True)
+    assert r.returncode == 1 and "at-parse: error:" in r.stderr
+
+def test_train_main_ptb_sample(shared_data, tmp_path):  # the at-train path: presets, vocabularies, checkpoint contents
+    run = tmp_path / "run"
+    rc = train_main(["ptb-sample", "--max_steps", "2", "--eval_every", "0", "--save_every", "0", "--run_dir", str(run),
+                     "--no-progress", "--data_dir", str(shared_data), "--n_valid", "20", "--device", "cpu",
+                     "--d_model", "32", "--d_ff", "64", "--n_layers", "1"])
+    assert rc == 0
+    model, vocab = load_parser(run)
+    assert vocab.src_vocab_size == 2000 and not model.cfg.tie_embeddings and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
+    ck = load_checkpoint(run)
+    assert ck["step"] == 2 and ck["extra"]["counts"]["train_trees"] == 3669 and ck["extra"]["data"]["recipe"] == "ptb-sample"
+    assert train_main(["ptb-sample", "--run_dir", str(run / "x"), "--data_dir", str(tmp_path), "--no-progress"]) == 1  # no data: clear error
