@@ -1,5 +1,5 @@
 "Evaluate the RNN baseline run exactly as 11_translation evaluated the Transformer: `evaluate_run` (checkpoint or average chosen on val, greedy; test2016 with beam 4 and greedy)."
-import json, sys
+import json, os, sys
 from pathlib import Path
 from annotated_transformer.data import load_recipe
 from annotated_transformer.translation import evaluate_run
@@ -10,8 +10,9 @@ valid, test = load_recipe("multi30k", "val", data_dir), load_recipe("multi30k", 
 res = evaluate_run("runs/multi30k-rnn", valid, test, here, average=(3, 5))
 # train_command() only knows TransformerConfig fields; record the command that was run (train.sh) instead
 res["command"] = ("at-train multi30k --model rnn --rnn_cell lstm --rnn_attention bahdanau --d_model 280 --n_layers 2 "
-                  "--clip_norm 1.0 --max_steps 100000 --save_every 100 --keep_last 10 --eval_every 200 --device cpu "
-                  "(stopped by SIGTERM after 1200 s: results/multi30k-rnn/train.sh)")
+                  "--clip_norm 1.0 --warmup_steps 400 --lr_factor 0.7 --max_steps 100000 --save_every 100 --keep_last 10 --eval_every 200 --device cpu "
+                  f"(stopped by SIGTERM after a budget of {os.environ['RNN_BUDGET_S']} s: results/multi30k-rnn/train.sh {os.environ['RNN_BUDGET_S']})")
+res["time_budget_s"] = int(os.environ["RNN_BUDGET_S"])
 (here / "results.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
 print({k: res[k] for k in ("chosen", "steps", "parameters")}, "test BLEU beam", round(res["test_beam"]["bleu"], 2),
       "greedy", round(res["test_greedy"]["bleu"], 2), "train_wall_s", res["training"]["train_wall_s"])
