@@ -67,6 +67,7 @@ class DecoderState:
     def reorder(self, index: Tensor): # (N,) row i continues row index[i]
         "Make the self-attention cache follow re-ranked beams; the memory side is shared by a sentence's beams."
         if self.cache is None: return
+        if hasattr(self.model, "reorder_cache"): return self.model.reorder_cache(self.cache, index)  # a model with its own cache (the RNN)
         for layer in self.cache:
             for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, index)  # (N, H, t+1, Dh)
 

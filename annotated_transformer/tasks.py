@@ -16,10 +16,12 @@ from .batching import make_loader
 from .decode import greedy_decode
 from .train import Trainer, TrainerConfig, TrainingError, seed_everything, latest_checkpoint, load_checkpoint
 from .distributed import init_distributed, cleanup_distributed
+from .rnn import RNNConfig, CELLS, ATTENTIONS
+from .translate import build_model
 
 # %% auto #0
-__all__ = ['TASKS', 'TASK_MODULES', 'DataSpec', 'register_task', 'task_preset', 'build_parser', 'parse_args', 'build_data',
-           'copy_accuracy', 'train_main', 'main']
+__all__ = ['TASKS', 'TASK_MODULES', 'DataSpec', 'register_task', 'task_preset', 'ModelSpec', 'model_config', 'build_parser',
+           'parse_args', 'build_data', 'copy_accuracy', 'train_main', 'main']
 
 # %% ../nbs/10a_tasks.ipynb #93df2045
 @dataclass
@@ -78,6 +80,24 @@ def task_preset(name: str) -> tuple[TransformerConfig, TrainerConfig, DataSpec]:
     if name not in TASKS: raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
     return TASKS[name]()
 
+# %% ../nbs/10a_tasks.ipynb #ae9a50f5
+@dataclass
+class ModelSpec:
+    "Which model `at-train` builds."
+    model: str = "transformer"  # "transformer", or "rnn": the RNN encoder-decoder with attention of 00a_background
+    rnn_cell: str = "lstm"  # rnn: "lstm" or "gru"
+    rnn_attention: str = "bahdanau"  # rnn: "bahdanau", "luong-dot", "luong-general" or "local-p"
+    rnn_bidirectional: bool = True  # rnn: bidirectional encoder
+    rnn_window: int = 10  # rnn, local-p: half-width D of the window
+
+def model_config(mcfg: TransformerConfig, spec: ModelSpec) -> TransformerConfig | RNNConfig:
+    "The task's `TransformerConfig`, or with `spec.model == 'rnn'` an `RNNConfig` that takes the fields the two share."
+    if spec.model not in ("transformer", "rnn"): raise ValueError(f"model={spec.model!r}: expected 'transformer' or 'rnn'")
+    if spec.model == "transformer": return mcfg
+    shared = {f.name: getattr(mcfg, f.name) for f in fields(RNNConfig) if hasattr(mcfg, f.name)}
+    return RNNConfig(**shared, cell=spec.rnn_cell, attention=spec.rnn_attention, bidirectional=spec.rnn_bidirectional,
+                     window=spec.rnn_window)
+
 # %% ../nbs/10a_tasks.ipynb #d35a6dd1
 def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
     "One option per dataclass field, typed from its annotation, defaulting to the value in `obj`."
@@ -94,7 +114,8 @@ def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
         else:
             base = next((a for a in args if a is not type(None)), tp)  # int | None -> int
             conv = (lambda s, base=base: None if s.lower() == "none" else base(s)) if type(None) in args else base
-            choices = dict(device=None, precision=("fp32", "bf16", "fp16")).get(f.name)
+            choices = dict(device=None, precision=("fp32", "bf16", "fp16"), model=("transformer", "rnn"), rnn_cell=CELLS,
+                           rnn_attention=ATTENTIONS).get(f.name)
             group.add_argument(f"--{f.name}", type=conv, default=default, choices=choices, metavar=None if choices else base.__name__.upper())
 
 def build_parser(task: str) -> argparse.ArgumentParser:
@@ -103,11 +124,11 @@ def build_parser(task: str) -> argparse.ArgumentParser:
                                      epilog="Distributed: torchrun --standalone --nproc_per_node=N -m annotated_transformer.tasks TASK ...")
     parser.add_argument("task", choices=list(TASKS), help="preset: model, training and data settings")
     seen = set()
-    for obj in task_preset(task): _add_fields(parser, obj, seen)
+    for obj in (*task_preset(task), ModelSpec()): _add_fields(parser, obj, seen)
     return parser
 
-def parse_args(argv: list[str] | None = None) -> tuple[TransformerConfig, TrainerConfig, DataSpec]:
-    "Configs of the task named in `argv`, with every `--field value` applied."
+def parse_args(argv: list[str] | None = None) -> tuple[TransformerConfig | RNNConfig, TrainerConfig, DataSpec]:
+    "Configs of the task named in `argv`, with every `--field value` applied (an `RNNConfig` with `--model rnn`)."
     argv = list(sys.argv[1:] if argv is None else argv)
     _load_task_modules()
     task = next((a for a in argv if not a.startswith("-")), None)
@@ -119,6 +140,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TransformerConfig, Traine
         kw = {f.name: ns[f.name] for f in fields(obj)}
         if "betas" in kw: kw["betas"] = tuple(kw["betas"])
         out.append(type(obj)(**kw))
+    out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return tuple(out)
 
 # %% ../nbs/10a_tasks.ipynb #692edaa8
@@ -185,7 +207,7 @@ def train_main(argv: list[str] | None = None) -> int:
         seed_everything(tcfg.seed)
         train_loader, val_loader, tok = build_data(spec, mcfg, tcfg, info.rank, info.world_size)
         if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
-        model = make_model(mcfg)
+        model = build_model(mcfg)  # a Transformer, or the RNN with --model rnn
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, train_loader, val_loader, tokenizer=tok, extra=dict(data=asdict(spec)))
         if info.is_main:

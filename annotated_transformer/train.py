@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from .config import TrainConfig, TransformerConfig, config_from_dict
 from .model import make_model, Transformer
+from .translate import build_model
 from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss
 
@@ -182,7 +183,7 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
 def model_from_checkpoint(ckpt: dict | str | Path) -> Transformer:
     "Rebuild the model a checkpoint was trained with, weights loaded (in eval mode)."
     if not isinstance(ckpt, dict): ckpt = load_checkpoint(ckpt)
-    model = make_model(config_from_dict(TransformerConfig, ckpt["model_config"]))
+    model = build_model(ckpt["model_config"])  # a Transformer, or the RNN of 00a_background (its config says model="rnn")
     model.load_state_dict(ckpt["model"])
     return model.eval()
 

@@ -11,13 +11,24 @@ import sacrebleu
 import matplotlib.pyplot as plt
 from .config import TransformerConfig, config_from_dict
 from .model import Transformer, make_model
+from .rnn import RNNConfig, make_rnn
 from .attention import padding_mask
 from .data import SubwordTokenizer, read_lines
 from .decode import beam_search
 
 # %% auto #0
-__all__ = ['load_checkpoint', 'encode_sources', 'translate', 'bleu_scores', 'translate_main', 'attention_maps', 'plot_attention',
-           'plot_attention_lines']
+__all__ = ['config_for', 'build_model', 'load_checkpoint', 'encode_sources', 'translate', 'bleu_scores', 'translate_main',
+           'attention_maps', 'plot_attention', 'plot_attention_lines']
+
+# %% ../nbs/08b_translate.ipynb #5b895960
+def config_for(d: dict) -> TransformerConfig | RNNConfig:
+    "The model config stored in a checkpoint: an `RNNConfig` when `d['model'] == 'rnn'`, else a `TransformerConfig`."
+    return config_from_dict(RNNConfig if d.get("model") == "rnn" else TransformerConfig, d)
+
+def build_model(cfg: TransformerConfig | RNNConfig): # or a stored dict of either
+    "A freshly initialized model for a config: `make_rnn` for an `RNNConfig`, `make_model` for a `TransformerConfig`."
+    if isinstance(cfg, dict): cfg = config_for(cfg)
+    return make_rnn(cfg) if isinstance(cfg, RNNConfig) else make_model(cfg)
 
 # %% ../nbs/08b_translate.ipynb #6bd48622
 def load_checkpoint(path: str | Path, # a checkpoint written by the trainer (torch.save of a dict)
@@ -32,7 +43,7 @@ def load_checkpoint(path: str | Path, # a checkpoint written by the trainer (tor
     if not isinstance(ckpt, dict) or not {"model", conf_key} <= set(ckpt):
         raise ValueError(f"{path}: not a checkpoint of this package; expected a dict with keys 'model' and 'config' "
                          "(save_model) or 'model_config' (the trainer)")
-    cfg = config_from_dict(TransformerConfig, ckpt[conf_key])
+    cfg = config_for(ckpt[conf_key])
     if tokenizer_dir is not None: tok, where = SubwordTokenizer.load(tokenizer_dir), Path(tokenizer_dir)
     elif ckpt.get("tokenizer") is not None: tok, where = SubwordTokenizer.from_state_dict(ckpt["tokenizer"]), f"{path} (embedded)"
     elif (path.parent / SubwordTokenizer.model_file).is_file(): tok, where = SubwordTokenizer.load(path.parent), path.parent
@@ -42,7 +53,7 @@ def load_checkpoint(path: str | Path, # a checkpoint written by the trainer (tor
         raise ValueError(f"vocabulary mismatch: the tokenizer at {where} has {tok.vocab_size} pieces but the model in {path} "
                          f"has src_vocab_size={cfg.src_vocab_size}, tgt_vocab_size={cfg.tgt_vocab_size}; "
                          "use the tokenizer that was saved with this checkpoint")
-    model = make_model(cfg)
+    model = build_model(cfg)
     model.load_state_dict(ckpt["model"])
     return model.to(device).eval(), tok
 
