@@ -11,7 +11,7 @@ res = evaluate_run("runs/multi30k-rnn", valid, test, here, average=(3, 5))
 # train_command() only knows TransformerConfig fields; record the command that was run (train.sh) instead
 res["command"] = ("at-train multi30k --model rnn --rnn_cell lstm --rnn_attention bahdanau --d_model 280 --n_layers 2 "
                   "--clip_norm 1.0 --warmup_steps 400 --lr_factor 0.7 --max_steps 100000 --save_every 100 --keep_last 10 --eval_every 200 --device cpu "
-                  f"(stopped by SIGTERM after a budget of {os.environ['RNN_BUDGET_S']} s: results/multi30k-rnn/train.sh {os.environ['RNN_BUDGET_S']})")
+                  f"(stopped by SIGTERM after a wall-clock budget of {os.environ['RNN_BUDGET_S']} s: results/multi30k-rnn/train.sh, {os.environ.get('RNN_SEGMENTS', 'one segment')})")
 res["time_budget_s"] = int(os.environ["RNN_BUDGET_S"])
 (here / "results.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
 print({k: res[k] for k in ("chosen", "steps", "parameters")}, "test BLEU beam", round(res["test_beam"]["bleu"], 2),
