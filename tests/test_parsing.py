@@ -170,7 +170,7 @@ def tiny_checkpoint(tmp_path_factory):
     vocab = ParsingVocab.build(trees, vocab_size=300)
     cfg = TransformerConfig.tiny(src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size,
                                  tie_embeddings=False, max_len=128, norm_first=True)
-    tcfg = TrainerConfig(max_steps=150, warmup_steps=60, max_tokens=800, log_every=30, eval_every=0, save_every=0,
+    tcfg = TrainerConfig(max_steps=300, warmup_steps=60, max_tokens=800, log_every=30, eval_every=0, save_every=0,
                          run_dir=str(run), progress=False, device="cpu")
     pairs, _ = encode_trees(trees, vocab, cfg.max_len)
     Trainer(make_model(cfg), tcfg, make_loader(pairs, tcfg.max_tokens, seed=0), tokenizer=vocab).fit()
