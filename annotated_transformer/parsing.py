@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_parsing.ipynb #8e75541b
 from __future__ import annotations
-import argparse, gzip, json, re, sys, time, zipfile
+import argparse, gzip, json, os, re, sys, time, zipfile
 from collections import Counter
 from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
@@ -13,7 +13,7 @@ from .config import TransformerConfig
 from .model import Transformer, make_model, count_parameters
 from .data import Corpus, SubwordTokenizer, register_recipe, default_data_dir
 from .batching import make_loader
-from .decode import greedy_decode, beam_search
+from .decode import greedy_decode, beam_search, DecodingConstraint
 from .attention import padding_mask
 from .train import (Trainer, TrainerConfig, TrainingError, seed_everything, latest_checkpoint,
                                          load_checkpoint, model_from_checkpoint)
@@ -23,8 +23,8 @@ from .tasks import DataSpec, register_task, parse_args
 __all__ = ['PTB_FILES', 'PTB_SECTIONS', 'SAMPLE_FILES', 'PARSING_TASKS', 'Tree', 'TreeError', 'parse_trees', 'parse_tree',
            'clean_tree', 'read_trees', 'read_sample_zip', 'linearize', 'delinearize', 'EvalbParams', 'evalb_brackets',
            'evalb_sentence', 'evalb', 'with_tags', 'ParsingVocab', 'ptb_trees', 'sample_trees', 'trees_corpus',
-           'recipe_trees', 'encode_trees', 'build_parsing_data', 'train_main', 'parse', 'load_parser', 'parse_gold',
-           'parse_main', 'evaluate_parsing_run', 'plot_tree']
+           'recipe_trees', 'encode_trees', 'build_parsing_data', 'train_main', 'TreeConstraint', 'parse', 'load_parser',
+           'parse_gold', 'read_sentences', 'parse_main', 'evaluate_parsing_run', 'evaluate_decoding', 'plot_tree']
 
 # %% ../nbs/13_parsing.ipynb #6c32e879
 @dataclass
@@ -397,12 +397,58 @@ def train_main(argv: list[str] | None = None) -> int:
         print(f"at-train: error: {e}", file=sys.stderr)
         return 1
 
+# %% ../nbs/13_parsing.ipynb #010dfd44
+class TreeConstraint(DecodingConstraint):
+    "Allow only well-formed linearizations: matched labels, one `XX` per word, one top constituent, ending within the limit."
+    def __init__(self, vocab: ParsingVocab, n_words: list[int]): # the target vocabulary; words per sentence of the batch
+        labels = sorted({t[1:] for t in vocab.itos if len(t) > 1 and t[0] in "()"})
+        lid = {l: i for i, l in enumerate(labels)}
+        self.open_label = torch.tensor([lid[t[1:]] if t[:1] == "(" and len(t) > 1 else -1 for t in vocab.itos])  # (V,)
+        self.close_label = torch.tensor([lid[t[1:]] if t[:1] == ")" and len(t) > 1 else -1 for t in vocab.itos])  # (V,)
+        self.is_xx = torch.tensor([t == "XX" for t in vocab.itos])  # (V,)
+        self.eos, self.n_words = vocab.eos_id, torch.tensor(n_words)  # (B,)
+
+    def begin(self, beams: int, limit: torch.Tensor):
+        dev, N = limit.device, len(limit) * beams
+        for k in ("open_label", "close_label", "is_xx", "n_words"): setattr(self, k, getattr(self, k).to(dev))
+        self.n, self.limit = self.n_words.repeat_interleave(beams), limit.repeat_interleave(beams)  # (N,) words, most tokens
+        self.t = 0  # tokens written so far
+        self.depth = torch.zeros(N, dtype=torch.long, device=dev)  # (N,) open brackets
+        self.xx = torch.zeros(N, dtype=torch.long, device=dev)  # (N,) XX written
+        self.started = torch.zeros(N, dtype=torch.bool, device=dev)  # (N,) anything written
+        self.last_open = torch.zeros(N, dtype=torch.bool, device=dev)  # (N,) the last token opened a bracket
+        self.stack = torch.full((N, int(limit.max()) + 1), -1, dtype=torch.long, device=dev)  # (N, L) open labels
+
+    def allowed(self) -> torch.Tensor: # bool (N, V)
+        d, xx, n = self.depth, self.xx, self.n
+        top = self.stack.gather(1, (d - 1).clamp(min=0)[:, None])[:, 0].masked_fill(d == 0, -2)  # (N,) label on top
+        can_open = (xx < n) & ~(self.started & (d == 0)) & (self.t + 1 + (d + 1) + (n - xx) + 1 <= self.limit)  # (N,)
+        can_close = (d > 0) & ~self.last_open & ((d > 1) | (xx == n))  # (N,)
+        can_xx = (xx < n) & (d > 0)  # (N,)
+        ok = ((self.open_label >= 0)[None] & can_open[:, None]) | (self.is_xx[None] & can_xx[:, None]) \
+             | ((self.close_label[None] == top[:, None]) & can_close[:, None])  # (N, V)
+        ok[:, self.eos] = (d == 0) & (xx == n) & self.started
+        ok[:, self.eos] |= ~ok.any(1)  # nothing fits the limit: end here and let `delinearize` repair
+        return ok
+
+    def advance(self, tok: torch.Tensor): # (N,)
+        o, c, x = self.open_label[tok], self.close_label[tok], self.is_xx[tok]  # (N,)
+        pos = self.depth.clamp(0, self.stack.size(1) - 1)[:, None]  # (N, 1); dead beams (score -inf) may take any token
+        self.stack.scatter_(1, pos, torch.where(o[:, None] >= 0, o[:, None], self.stack.gather(1, pos)))
+        self.depth = (self.depth + (o >= 0).long() - (c >= 0).long()).clamp(min=0)
+        self.xx, self.started, self.last_open = self.xx + x.long(), self.started | (o >= 0) | (c >= 0) | x, o >= 0
+        self.t += 1
+
+    def reorder(self, index: torch.Tensor): # (N,)
+        for k in ("n", "limit", "depth", "xx", "started", "last_open", "stack"): setattr(self, k, getattr(self, k).index_select(0, index))
+
 # %% ../nbs/13_parsing.ipynb #d61559ed
 @torch.no_grad()
 def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
           beam_size: int = 21, alpha: float = 0.3, # §6.3: beam 21, alpha 0.3
           max_len_a: float = 1.0, max_len_b: int = 300, # §6.3: at most input length + 300 output tokens
           batch_size: int = 32, # sentences per batch (each decodes beam_size rows)
+          constrained: bool = True, # decode under `TreeConstraint` (False: any token sequence, repaired afterwards)
          ) -> list[tuple[Tree, list[str]]]: # per sentence, the (repaired) tree and the repairs made
     "Parse tokenized sentences: encode the words, decode a linearization, rebuild (and repair) the tree."
     model.eval()
@@ -415,15 +461,24 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
         L = max(len(srcs[i]) for i in idx)
         src = torch.tensor([srcs[i] + [vocab.pad_id] * (L - len(srcs[i])) for i in idx], device=dev)  # (B, S)
         mask = padding_mask(src, vocab.pad_id)  # (B, S)
-        if beam_size == 1: ids = greedy_decode(model, src, mask, max_len_a, max_len_b).tolist()
-        else: ids = [h[0].tokens for h in beam_search(model, src, mask, beam_size, alpha, max_len_a, max_len_b, early_stop=False)]
+        con = TreeConstraint(vocab, [len(sentences[i]) for i in idx]) if constrained else None
+        if beam_size == 1: ids = greedy_decode(model, src, mask, max_len_a, max_len_b, constraint=con).tolist()
+        else: ids = [h[0].tokens for h in beam_search(model, src, mask, beam_size, alpha, max_len_a, max_len_b,
+                                                      early_stop=False, constraint=con)]
         for i, row in zip(idx, ids): out[i] = delinearize(vocab.decode_tgt(row), sentences[i])
     return out
 
 def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer, ParsingVocab]:
     "The model (eval mode) and vocabulary of a parsing checkpoint (a file or a run directory)."
-    ck = load_checkpoint(path)
-    vocab = ParsingVocab.from_state_dict(ck.get("tokenizer"))
+    if not Path(path).exists(): raise FileNotFoundError(f"{path}: checkpoint not found")
+    try: ck = load_checkpoint(path)
+    except (TrainingError, FileNotFoundError): raise
+    except Exception as e:  # truncated, not a torch file, unpicklable content
+        raise ValueError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
+    if not isinstance(ck, dict) or "model_config" not in ck or "model" not in ck:
+        raise ValueError(f"{path}: not a trainer checkpoint (expected the keys 'model' and 'model_config'; at-train writes them)")
+    try: vocab = ParsingVocab.from_state_dict(ck.get("tokenizer"))
+    except ValueError as e: raise ValueError(f"{path}: {e}") from None
     model = model_from_checkpoint(ck)
     if (model.cfg.src_vocab_size, model.cfg.tgt_vocab_size) != (vocab.src_vocab_size, vocab.tgt_vocab_size):
         raise ValueError(f"{path}: vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
@@ -442,41 +497,84 @@ def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:
                 trees=[t for t, _ in res], repairs=[r for _, r in res])
 
 # %% ../nbs/13_parsing.ipynb #56c404e6
+def _finite(kind, lo=None):
+    "An argparse type: a number of `kind`, finite, at least `lo`."
+    def conv(text):
+        try: v = kind(text)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+        if v != v or v in (float("inf"), float("-inf")): raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if lo is not None and v < lo: raise argparse.ArgumentTypeError(f"expected at least {lo}, got {text!r}")
+        return v
+    return conv
+
+def read_sentences(path: str, # a file, or "-" for standard input
+                   max_words: int, # longest sentence the model can take (see `parse_main`)
+                  ) -> list[list[str]]:
+    "Tokenized sentences, one per line; an empty line, invalid UTF-8 or a sentence past the limit is an error naming the line."
+    name = "<stdin>" if path == "-" else path
+    if path != "-" and Path(path).is_dir(): raise ValueError(f"{name}: is a directory; expected a file of sentences")
+    if path != "-" and not Path(path).exists(): raise FileNotFoundError(f"{name}: input file not found")
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    try: text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ValueError(f"{name}, line {line}: invalid UTF-8 at byte {e.start}; expected UTF-8 text") from None
+    lines = text.splitlines()
+    if not lines: raise ValueError(f"{name}: no sentences (the file is empty); expected one tokenized sentence per line")
+    out = []
+    for n, line in enumerate(lines, 1):
+        words = line.split()
+        if not words: raise ValueError(f"{name}, line {n}: empty line; expected one tokenized sentence per line")
+        if len(words) > max_words: raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
+        out.append(words)
+    return out
+
+def _write_atomic(path: str, text: str):
+    "Write `text` to `path` through a temporary file and a rename, so a failure leaves no half-written file."
+    tmp = Path(path).with_name(Path(path).name + ".tmp")
+    try: tmp.write_text(text, encoding="utf-8"); os.replace(tmp, path)
+    except BaseException: tmp.unlink(missing_ok=True); raise
+
 def parse_main(argv: list[str] | None = None) -> int:
     "Console script `at-parse`: parse tokenized sentences (one per line) with a checkpoint; print one tree per line."
     p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
     p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample)")
     p.add_argument("--input", default="-", help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr")
-    p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout)")
-    p.add_argument("--beam", type=int, default=21, help="beam size (§6.3: 21; 1 = greedy)")
-    p.add_argument("--alpha", type=float, default=0.3, help="length penalty exponent (§6.3: 0.3)")
-    p.add_argument("--max-len-a", type=float, default=1.0, help="output at most a * input length + b tokens")
-    p.add_argument("--max-len-b", type=int, default=300, help="(§6.3: input length + 300)")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout); written only when all are parsed")
+    p.add_argument("--beam", type=_finite(int, 1), default=21, help="beam size (§6.3: 21; 1 = greedy)")
+    p.add_argument("--alpha", type=_finite(float, 0.0), default=0.3, help="length penalty exponent (§6.3: 0.3)")
+    p.add_argument("--max-len-a", type=_finite(float, 0.0), default=1.0, help="output at most a * input length + b tokens")
+    p.add_argument("--max-len-b", type=_finite(int, 0), default=300, help="(§6.3: input length + 300)")
+    p.add_argument("--batch-size", type=_finite(int, 1), default=32, help="sentences decoded together")
+    p.add_argument("--unconstrained", action="store_true", help="decode without TreeConstraint (outputs are repaired afterwards)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     a = p.parse_args(argv)
-    if a.beam < 1: p.error(f"--beam must be at least 1, got {a.beam}")
+    if a.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
+    if a.output != "-" and not (Path(a.output).resolve().parent.is_dir() and os.access(Path(a.output).resolve().parent, os.W_OK)):
+        p.error(f"--output {a.output}: its directory does not exist or is not writable")
+    if a.output != "-" and Path(a.output).is_dir(): p.error(f"--output {a.output}: is a directory; expected a file name")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
+    kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
+              constrained=not a.unconstrained)
     try:
         model, vocab = load_parser(a.checkpoint, device)
-        kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size)
+        max_words = (model.cfg.max_len - 1) - 3  # the shortest tree of n words, (X XX ... XX )X EOS, must fit the output limit
         if a.gold:
             golds = read_trees(a.gold)
+            if not golds: raise ValueError(f"{a.gold}: no trees; expected bracketed trees, one per line or .mrg files")
+            long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
+            if long: raise ValueError(f"{a.gold}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
             r = parse_gold(model, vocab, golds, **kw)
             lines = [str(t) for t in r["trees"]]
         else:
-            text = sys.stdin.read() if a.input == "-" else Path(a.input).read_text(encoding="utf-8")
-            sents = [l.split() for l in text.splitlines()]
-            todo = [i for i, s in enumerate(sents) if s]
-            res = parse(model, vocab, [sents[i] for i in todo], **kw)
-            lines = [""] * len(sents)
-            for i, (t, _) in zip(todo, res): lines[i] = str(t)
-    except (FileNotFoundError, ValueError, TrainingError) as e:
+            sents = read_sentences(a.input, max_words)
+            lines = [str(t) for t, _ in parse(model, vocab, sents, **kw)]
+    except (FileNotFoundError, ValueError, TrainingError, OSError) as e:
         print(f"at-parse: error: {e}", file=sys.stderr); return 1
     text = "".join(l + "\n" for l in lines)
     if a.output == "-": sys.stdout.write(text); sys.stdout.flush()
-    else: Path(a.output).write_text(text, encoding="utf-8")
+    else: _write_atomic(a.output, text)
     if a.gold:
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
@@ -522,31 +620,60 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     return res
 
+# %% ../nbs/13_parsing.ipynb #278546ad
+def evaluate_decoding(checkpoint: str | Path, # parser checkpoint (file or run directory)
+                      golds: list[Tree], # gold trees (e.g. `ptb_trees("dev")`)
+                      out: str | Path, # results JSON, rewritten (atomically) after each setting
+                      settings: list[dict], # each: name, beam_size, alpha, constrained, n (first n sentences; None: all)
+                      trees_dir: str | Path | None = None, # predicted trees per setting (keep out of the repository: treebank words)
+                      source: str = "", # where the checkpoint came from, for the record
+                      batch_size: int = 32) -> dict:
+    "Parse gold sentences under several decoding settings, score each with `evalb`, record F1, repairs and time."
+    from annotated_transformer.translation import hardware
+    out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)
+    res = json.loads(out.read_text()) if out.is_file() else {}
+    if res.get("checkpoint") != str(checkpoint): res = dict(checkpoint=str(checkpoint), source=source, runs=[])
+    model, vocab = load_parser(checkpoint)
+    trees = {}  # name -> predicted trees of this process's settings (for same-subset comparisons)
+    for s in settings:
+        if any(r["name"] == s["name"] for r in res["runs"]): continue
+        sub = golds[: s.get("n") or len(golds)]
+        r = parse_gold(model, vocab, sub, beam_size=s["beam_size"], alpha=s.get("alpha", 0.3),
+                       constrained=s.get("constrained", True), batch_size=batch_size)
+        trees[s["name"]] = r["trees"]
+        same = {k: evalb(sub, [with_tags(t, g) for t, g in zip(v[: len(sub)], sub)])["all"]["f1"]
+                for k, v in trees.items() if k != s["name"] and len(v) >= len(sub)}
+        res["runs"].append(dict(s, n_sentences=len(sub), scores=r["scores"], seconds=round(r["seconds"], 1),
+                                repaired=r["repaired"], repair_counts=r["repair_counts"], f1_same_sentences=same,
+                                hardware=hardware()))
+        if trees_dir: Path(trees_dir).mkdir(parents=True, exist_ok=True); (Path(trees_dir) / f"{s['name']}.trees").write_text(
+            "".join(str(t) + "\n" for t in r["trees"]), encoding="utf-8")
+        _write_atomic(str(out), json.dumps(res, indent=1) + "\n")
+    return res
+
 # %% ../nbs/13_parsing.ipynb #48bde77a
-def plot_tree(tree: Tree, ax=None, title: str | None = None):
-    "Draw a tree with matplotlib: words along the bottom, each constituent above the middle of its children."
+def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 8):
+    "Draw a tree with matplotlib: words along the bottom, spaced by their length so they never overlap, constituents above."
     import matplotlib.pyplot as plt
-    xs, items = iter(range(10_000)), []
+    words = tree.words()
+    widths = [max(len(w), 2) + 2 for w in words]  # in characters, with a margin of one on each side
+    centers, x0 = [], 0.0
+    for w in widths: centers.append(x0 + w / 2); x0 += w
+    leaf, items = iter(centers), []  # items: (x, depth, label, child xs or None for a word)
     def place(t, depth):
-        if isinstance(t, str):
-            x = next(xs); items.append((x, depth, t, None)); return x
+        if isinstance(t, str): x = next(leaf); items.append((x, depth, t, None)); return x, depth
         kids = [place(c, depth + 1) for c in t.children]
-        x = sum(kids) / len(kids); items.append((x, depth, t.label, kids)); return x
+        x = sum(k[0] for k in kids) / len(kids); items.append((x, depth, t.label, kids)); return x, depth
     place(tree, 0)
     depth = max(d for _, d, _, _ in items)
-    pos = {}
-    if ax is None: _, ax = plt.subplots(figsize=(max(4, 0.7 * len(tree.words())), 0.55 * (depth + 2)))
+    if ax is None: _, ax = plt.subplots(figsize=(max(4, 0.075 * fontsize / 8 * x0 * 1.25), 0.5 * (depth + 2)))
+    y = lambda d, word: -depth if word else -d  # words on one line at the bottom
     for x, d, label, kids in items:
-        y = -depth if kids is None else -d  # words on one line at the bottom
-        ax.text(x, y, label, ha="center", va="center", fontsize=8, color="black" if kids is not None else "tab:blue",
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
-        pos.setdefault((d, x), y)
-    for x, d, label, kids in items:
-        if kids is None: continue
-        for c in kids:
-            cd = d + 1
-            cy = next((-depth if k is None else -cd for x2, d2, _, k in items if d2 == cd and x2 == c), -cd)
-            ax.plot([x, c], [-d - 0.15, cy + 0.15], color="gray", lw=0.7)
-    ax.set_xlim(-0.7, len(tree.words()) - 0.3); ax.set_ylim(-depth - 0.6, 0.6); ax.axis("off")
-    if title: ax.set_title(title, fontsize=9)
+        ax.text(x, y(d, kids is None), label, ha="center", va="center", fontsize=fontsize,
+                color="tab:blue" if kids is None else "black", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+        for cx, cd in kids or []:
+            is_word = any(i[0] == cx and i[1] == cd and i[3] is None for i in items)
+            ax.plot([x, cx], [-d - 0.2, y(cd, is_word) + 0.2], color="gray", lw=0.7)
+    ax.set_xlim(0, x0); ax.set_ylim(-depth - 0.6, 0.6); ax.axis("off")
+    if title: ax.set_title(title, fontsize=fontsize + 1)
     return ax

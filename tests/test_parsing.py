@@ -1,7 +1,7 @@
 "Parsing (§6.3): tree reading, linearization, repair, the EVALB scorer on hand-worked examples, and at-parse end to end."
 import gzip, random, subprocess, sys
 import pytest, torch
-from annotated_transformer.parsing import (Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize,
+from annotated_transformer.parsing import (TreeConstraint, evaluate_decoding, Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize,
                                            evalb, evalb_sentence, evalb_brackets, with_tags, ParsingVocab, encode_trees,
                                            ptb_trees, sample_trees, parse, parse_main, load_parser, EvalbParams, train_main)
 from annotated_transformer.config import TransformerConfig
@@ -184,12 +184,14 @@ def test_at_parse_end_to_end(tiny_checkpoint, tmp_path, capsys):
     assert {len(g.words()) for g in golds} == {4, 6}  # both shapes are in the test set
     inp = tmp_path / "in.txt"
     mangled = "park park the the the . . idea saw saw saw a a a dog dog cat".split()  # not a sentence of the toy grammar
-    inp.write_text(" ".join(golds[0].words()) + "\n\n" + " ".join(mangled) + "\n")
+    inp.write_text(" ".join(golds[0].words()) + "\n" + " ".join(mangled) + "\n")
     assert parse_main(["--checkpoint", str(run), "--input", str(inp), "--beam", "3"]) == 0
     out = capsys.readouterr().out.split("\n")
-    assert out[1] == "" and len(out) == 4
+    assert len(out) == 3 and out[2] == ""
     assert parse_tree(out[0]).words() == golds[0].words()
-    wellformed(parse_tree(out[2]), mangled)  # repaired: still one well-formed tree over exactly these words
+    wellformed(parse_tree(out[1]), mangled)  # still one well-formed tree over exactly these words
+    (_, rep), = parse(model, vocab, [mangled], beam_size=3)
+    assert rep == {}  # under TreeConstraint: built as decoded, nothing repaired
     assert parse_main(["--checkpoint", str(run), "--input", str(inp), "--beam", "1"]) == 0
 
 def test_at_parse_greedy_subprocess_and_errors(tiny_checkpoint, tmp_path):
@@ -213,3 +215,113 @@ def test_train_main_ptb_sample(shared_data, tmp_path):  # the at-train path: pre
     ck = load_checkpoint(run)
     assert ck["step"] == 2 and ck["extra"]["counts"]["train_trees"] == 3669 and ck["extra"]["data"]["recipe"] == "ptb-sample"
     assert train_main(["ptb-sample", "--run_dir", str(run / "x"), "--data_dir", str(tmp_path), "--no-progress"]) == 1  # no data: clear error
+
+def random_sentences(n, rng, words="the a dog cat saw liked park idea . ,".split()):
+    return [[rng.choice(words) for _ in range(rng.randint(1, 12))] for _ in range(n)]
+
+def test_tree_constraint_untrained_model(tiny_checkpoint):
+    "Random weights: without the constraint most outputs need repair; with it none does, greedy or beam, and the tree is the output."
+    run, _ = tiny_checkpoint
+    _, vocab = load_parser(run)
+    torch.manual_seed(0)
+    model = make_model(TransformerConfig.tiny(src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size,
+                                              tie_embeddings=False, max_len=128)).eval()
+    sents = random_sentences(24, random.Random(1))
+    free = parse(model, vocab, sents, beam_size=1, max_len_b=40, constrained=False)
+    assert sum(bool(r) for _, r in free) >= 12  # the check can fail: an untrained decoder writes broken trees
+    for beam in (1, 5):
+        for (tree, rep), words in zip(parse(model, vocab, sents, beam_size=beam, max_len_b=40), sents):
+            assert rep == {}, (beam, words, rep)
+            wellformed(tree, words)
+
+def test_tree_constraint_limit_too_small_falls_back_to_repair(tiny_checkpoint):
+    run, _ = tiny_checkpoint
+    model, vocab = load_parser(run)
+    words = "the dog saw a cat .".split()  # the shortest tree needs 6 XX + 2 brackets + EOS = 9 tokens
+    for beam in (1, 3):
+        (tree, rep), = parse(model, vocab, [words], beam_size=beam, max_len_a=0.0, max_len_b=5)
+        wellformed(tree, words)
+        assert rep  # the limit cut the output: the repair step finished the tree, and says so
+
+def test_evaluate_decoding_resumes(tiny_checkpoint, tmp_path):
+    run, golds = tiny_checkpoint
+    out = tmp_path / "d.json"
+    settings = [dict(name="g", beam_size=1), dict(name="b", beam_size=3, n=10)]
+    r = evaluate_decoding(run, golds, out, settings[:1])
+    assert [x["name"] for x in r["runs"]] == ["g"] and r["runs"][0]["n_sentences"] == 20
+    r = evaluate_decoding(run, golds, out, settings)  # "g" is in the file already: only "b" runs
+    assert [x["name"] for x in r["runs"]] == ["g", "b"] and r["runs"][1]["n_sentences"] == 10
+    assert r["runs"][0]["scores"]["all"]["f1"] > 95 and r["runs"][1]["repaired"] == 0
+
+def _bad_inputs(tmp_path, run):
+    real = load_checkpoint(run)
+    ck = tmp_path / "ck"; ck.mkdir()
+    raw = (run / (run / "latest").read_text().strip()).read_bytes()
+    (ck / "truncated.pt").write_bytes(raw[: len(raw) // 3])
+    torch.save(dict(real, tokenizer=dict(kind="bpe")), ck / "translation.pt")
+    torch.save([1, 2, 3], ck / "list.pt")
+    (ck / "text.pt").write_text("not a checkpoint\n")
+    (ck / "empty_run").mkdir()
+    def f(name, data):
+        (tmp_path / name).write_bytes(data); return str(tmp_path / name)
+    good = f("good.txt", b"the dog saw a cat .\n")
+    gold = f("gold.clean", b"(TOP (S (NP (DT the) (NN dog)) (VP (VBD slept)) (. .)))\n")
+    c = str(run)
+    return [  # (arguments, what the one-line message must contain)
+        (["--checkpoint", str(tmp_path / "missing"), "--input", good], "checkpoint not found"),
+        (["--checkpoint", str(ck / "empty_run"), "--input", good], "no checkpoint in"),
+        (["--checkpoint", str(ck / "truncated.pt"), "--input", good], "not a readable checkpoint"),
+        (["--checkpoint", str(ck / "text.pt"), "--input", good], "not a readable checkpoint"),
+        (["--checkpoint", str(ck / "list.pt"), "--input", good], "not a trainer checkpoint"),
+        (["--checkpoint", str(ck / "translation.pt"), "--input", good], "no parsing vocabulary"),
+        (["--checkpoint", c, "--input", str(tmp_path / "missing.txt")], "missing.txt"),
+        (["--checkpoint", c, "--input", str(tmp_path)], "is a directory"),
+        (["--checkpoint", c, "--input", f("empty.txt", b"")], "no sentences"),
+        (["--checkpoint", c, "--input", f("blank.txt", b"the dog .\n\na cat .\n")], "line 2: empty line"),
+        (["--checkpoint", c, "--input", f("latin1.txt", b"the dog .\ncaf\xe9 .\n")], "line 2: invalid UTF-8"),
+        (["--checkpoint", c, "--input", f("long.txt", b"the dog .\n" + b"dog " * 200 + b"\n")], "line 2: 200 words"),
+        (["--checkpoint", c, "--gold", f("empty.clean", b"")], "no trees"),
+        (["--checkpoint", c, "--gold", f("bad.clean", b"(TOP (S (NP (DT the)\n")], "not closed"),
+        (["--checkpoint", c, "--gold", f("latin1.clean", b"(TOP (S (NN caf\xe9)))\n")], "invalid UTF-8"),
+        (["--checkpoint", c, "--gold", gold, "--input", good, "--beam", "0"], "--beam"),
+        (["--checkpoint", c, "--input", good, "--beam", "two"], "--beam"),
+        (["--checkpoint", c, "--input", good, "--alpha", "nan"], "--alpha"),
+        (["--checkpoint", c, "--input", good, "--alpha", "-1"], "--alpha"),
+        (["--checkpoint", c, "--input", good, "--batch-size", "0"], "--batch-size"),
+        (["--checkpoint", c, "--input", good, "--max-len-b", "-5"], "--max-len-b"),
+        (["--checkpoint", c, "--input", good, "--output", str(tmp_path / "no" / "such" / "dir.txt")], "--output"),
+        (["--checkpoint", c, "--input", good, "--output", str(tmp_path)], "--output"),
+    ]
+
+def test_at_parse_bad_inputs(tiny_checkpoint, tmp_path, capsys):
+    "Every bad input: non-zero exit, one line on stderr naming what is wrong, no traceback, no output file."
+    run, _ = tiny_checkpoint
+    for args, expect in _bad_inputs(tmp_path, run):
+        out = tmp_path / "out.trees"
+        try: rc = parse_main(args + (["--output", str(out)] if "--output" not in args else []))
+        except SystemExit as e: rc = e.code  # argparse: exit 2 with a usage line
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc not in (0, None), args
+        assert expect in err[-1] and "Traceback" not in "\n".join(err), (args, err)
+        assert len([l for l in err if not l.startswith("usage:") and not l.startswith(" ")]) == 1, err
+        assert not out.exists() and not (tmp_path / "out.trees.tmp").exists(), args
+
+def test_at_parse_console_script_exit_code(tiny_checkpoint, tmp_path):
+    run, _ = tiny_checkpoint
+    bad = tmp_path / "blank.txt"; bad.write_text("a dog .\n\n")
+    r = subprocess.run(["at-parse", "--checkpoint", str(run), "--input", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0 and "line 2: empty line" in r.stderr, r.stderr
+
+def test_plot_tree_leaves_do_not_overlap():
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from annotated_transformer.parsing import plot_tree
+    t = parse_tree("(TOP (S (NP (NNP Intercontinental) (NNPS Telecommunications) (NNP Corp.)) (VP (VBD underperformed) "
+                   "(NP (NNS expectations)) (PP (IN in) (NP (DT the) (NN quarter)))) (. .)))")
+    ax = plot_tree(t)
+    fig = ax.figure; fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = sorted((txt.get_window_extent(r) for txt in ax.texts if txt.get_color() == "tab:blue"), key=lambda b: b.x0)  # the words
+    assert len(boxes) == len(t.words())
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(round(a.x1), round(b.x0)) for a, b in zip(boxes, boxes[1:])]
+    plt.close(fig)
