@@ -557,6 +557,7 @@ def parse_main(argv: list[str] | None = None) -> int:
     device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
+    t0 = time.perf_counter()
     try:
         model, vocab = load_parser(a.checkpoint, device)
         max_words = (model.cfg.max_len - 1) - 3  # the shortest tree of n words, (X XX ... XX )X EOS, must fit the output limit
@@ -569,7 +570,8 @@ def parse_main(argv: list[str] | None = None) -> int:
             lines = [str(t) for t in r["trees"]]
         else:
             sents = read_sentences(a.input, max_words)
-            lines = [str(t) for t, _ in parse(model, vocab, sents, **kw)]
+            res = parse(model, vocab, sents, **kw)
+            lines, n_repaired = [str(t) for t, _ in res], sum(bool(r) for _, r in res)
     except (FileNotFoundError, ValueError, TrainingError, OSError) as e:
         print(f"at-parse: error: {e}", file=sys.stderr); return 1
     text = "".join(l + "\n" for l in lines)
@@ -579,6 +581,7 @@ def parse_main(argv: list[str] | None = None) -> int:
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
               f"{s['precision']:.2f} F1 {s['f1']:.2f} exact {s['exact']:.2f} ({r['repaired']} repaired)", file=sys.stderr)
+    else: print(f"at-parse: {len(lines)} sentences parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 
 # %% ../nbs/13_parsing.ipynb #5e86b9ef

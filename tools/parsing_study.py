@@ -1,0 +1,78 @@
+"""The decoding study of 13_parsing, run on a CPU with the GPU-trained checkpoint in ../shared/models/ptb-small-h100.
+
+    python tools/parsing_study.py dev      # results/ptb/shared-h100/decoding.json (greedy/beam x constrained or not)
+    python tools/parsing_study.py why      # results/ptb/shared-h100/why_beam.json (why unconstrained beam loses, 100 sentences)
+    python tools/parsing_study.py test23 SECONDS  # results/ptb/test23.json: the record of the at-parse run on section 23
+
+The predicted dev trees go to runs/ptb-shared-eval/ (not committed: they hold the treebank's words).
+"""
+import hashlib, json, os, sys
+from pathlib import Path
+import torch
+from annotated_transformer.parsing import (evaluate_decoding, ptb_trees, load_parser, TreeConstraint, delinearize, evalb,
+                                           with_tags, read_sentences)
+from annotated_transformer.attention import padding_mask
+from annotated_transformer.decode import beam_search, greedy_decode, score_hypothesis
+from annotated_transformer.translation import hardware
+
+CKPT = Path("../shared/models/ptb-small-h100/checkpoint.pt")
+SOURCE = ("../shared/models/ptb-small-h100: ptb-small trained on one H100 by the project's code at 5da1a12 "
+          "(step 6244, 470 s); not a CPU run")
+OUT = Path("results/ptb/shared-h100")
+
+def dev():
+    settings = [dict(name="greedy-unconstrained", beam_size=1, constrained=False),
+                dict(name="greedy-constrained", beam_size=1, constrained=True),
+                dict(name="beam21-unconstrained-first300", beam_size=21, alpha=0.3, constrained=False, n=300),
+                dict(name="beam21-constrained", beam_size=21, alpha=0.3, constrained=True)]
+    evaluate_decoding(CKPT, ptb_trees("dev", "../shared/data"), OUT / "decoding.json", settings,
+                      trees_dir="runs/ptb-shared-eval", source=SOURCE)
+
+def why(n: int = 100, alpha: float = 0.3):
+    "Per sentence: the score s(Y, X) beam search maximizes and the words left without a slot, for three searches."
+    model, vocab = load_parser(CKPT)
+    golds = ptb_trees("dev", "../shared/data")[:n]
+    res = {}
+    greedy_scores = None
+    for name, beam, constrained in (("greedy-unconstrained", 1, False), ("beam21-unconstrained", 21, False),
+                                    ("beam21-constrained", 21, True)):
+        scores, short, missing, trees = [], 0, 0, []
+        for g in golds:
+            words = g.words()
+            src = torch.tensor([vocab.encode_src(words) + [vocab.eos_id]])  # (1, S)
+            con = TreeConstraint(vocab, [len(words)]) if constrained else None
+            with torch.no_grad():
+                if beam == 1:
+                    toks = greedy_decode(model, src, None, 1.0, 300, constraint=con)[0].tolist()
+                    toks = toks[: toks.index(vocab.eos_id) + 1] if vocab.eos_id in toks else toks
+                    scores.append(score_hypothesis(model, src, toks, alpha))
+                else:
+                    h = beam_search(model, src, None, beam, alpha, 1.0, 300, early_stop=False, constraint=con)[0][0]
+                    toks = h.tokens; scores.append(h.score)
+            out = vocab.decode_tgt(toks)
+            left = len(words) - sum(t == "XX" for t in out)
+            short += left > 0; missing += max(left, 0)
+            trees.append(with_tags(delinearize(out, words)[0], g))
+        if greedy_scores is None: greedy_scores = scores
+        res[name] = dict(f1=evalb(golds, trees)["all"]["f1"], mean_score=sum(scores) / n, short=short, missing_xx=missing,
+                         above_greedy=sum(s > gs + 1e-6 for s, gs in zip(scores, greedy_scores)), scores=scores)
+        print(name, {k: v for k, v in res[name].items() if k != "scores"}, flush=True)
+    (OUT / "why_beam.json").write_text(json.dumps(dict(checkpoint=str(CKPT), source=SOURCE, n=n, alpha=alpha, split="dev (section 22), first n",
+                                                       settings=res, hardware=hardware()), indent=1) + "\n")
+
+def test23(seconds: float):
+    "The record of the blind section-23 run (the trees themselves are written by at-parse)."
+    pred = Path("results/ptb/test23.pred.txt").read_text(encoding="utf-8").splitlines()
+    sents = read_sentences("../shared/data/ptb/test_23.words", 10_000)
+    assert len(pred) == len(sents), (len(pred), len(sents))
+    meta = dict(command="at-parse --checkpoint ../shared/models/ptb-small-h100/checkpoint.pt --input ../shared/data/ptb/test_23.words "
+                        "--beam 21 --alpha 0.3 --output results/ptb/test23.pred.txt",
+                model=SOURCE, checkpoint_sha256=hashlib.sha256(CKPT.read_bytes()).hexdigest(), sentences=len(pred),
+                beam=21, alpha=0.3, constrained=True, seconds=seconds, omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+                repaired="not recorded by at-parse; the notebook checks every tree is over exactly its sentence's words",
+                hardware=hardware(), note="blind: section 23 gold trees are not available to the project; nothing was tuned on it")
+    Path("results/ptb/test23.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    {"dev": dev, "why": why, "test23": lambda: test23(float(sys.argv[2]))}[sys.argv[1]]()
