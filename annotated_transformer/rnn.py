@@ -257,6 +257,7 @@ def alignments(model: RNNSeq2Seq, src: list[int], # source ids, EOS last
 def plot_alignment(weights: Tensor, src_labels: list[str], tgt_labels: list[str], # (T, S), and the tokens on each axis
                    ax=None, title: str = ""):
     "A heatmap of alignment weights: output tokens (y) attend to source tokens (x)."
+    import matplotlib.pyplot as plt
     if ax is None: ax = plt.subplots(figsize=(0.35 * len(src_labels) + 1.5, 0.35 * len(tgt_labels) + 1))[1]
     ax.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=1)
     ax.set_xticks(range(len(src_labels)), src_labels, rotation=90, fontsize=8)

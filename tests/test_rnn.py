@@ -170,3 +170,9 @@ def test_parse_args_model_choice():
     assert type(parse_args(["copy"])[0]).__name__ == "TransformerConfig"
     with pytest.raises(SystemExit): parse_args(["copy", "--model", "lstm"])
     with pytest.raises(SystemExit): parse_args(["copy", "--model", "rnn", "--rnn_attention", "scaled"])
+
+def test_plot_alignment_without_axes():  # it made its own figure with a `plt` the module never imported
+    import matplotlib; matplotlib.use("Agg")
+    from annotated_transformer.rnn import plot_alignment
+    ax = plot_alignment(torch.rand(3, 4), list("abcd"), list("xyz"))
+    assert [t.get_text() for t in ax.get_xticklabels()] == list("abcd")
