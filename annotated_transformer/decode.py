@@ -12,8 +12,23 @@ from .config import TransformerConfig
 from .model import Transformer, make_model
 
 # %% auto #0
-__all__ = ['length_limit', 'greedy_decode', 'DecoderState', 'length_penalty', 'Hypothesis', 'beam_search', 'hypotheses_to_tensor',
-           'score_hypothesis', 'bench_decoding']
+__all__ = ['DecodingConstraint', 'length_limit', 'greedy_decode', 'DecoderState', 'length_penalty', 'Hypothesis', 'beam_search',
+           'hypotheses_to_tensor', 'score_hypothesis', 'bench_decoding']
+
+# %% ../nbs/08_decode.ipynb #869128c9
+class DecodingConstraint:
+    "Which tokens each of N rows may produce next; this base class allows all of them."
+    def begin(self, beams: int, # rows per sentence: 1 for greedy decoding, K for beam search
+              limit: Tensor): # (B,) longest output per sentence, EOS included
+        "Start N = B * beams rows; row i decodes sentence i // beams."
+        self.n_rows = len(limit) * beams
+    def allowed(self) -> Tensor: # bool (N, V) or broadcastable: True = may be produced next
+        "The tokens each row may produce at this step."
+        return torch.ones(1, 1, dtype=torch.bool)
+    def advance(self, tok: Tensor): # (N,) the token each row produced
+        "Update each row's state with the token it took."
+    def reorder(self, index: Tensor): # (N,) row i continues row index[i]
+        "Make per-row state follow re-ranked beams (called before `advance`)."
 
 # %% ../nbs/08_decode.ipynb #a3359424
 def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
@@ -30,6 +45,7 @@ def greedy_decode(model: Transformer, # a trained model (put in eval mode by the
                   src_key_padding_mask: Tensor | None = None, # bool (B, S), True at padding
                   max_len_a: float = 1.0, max_len_b: int = 50, # stop after a * source length + b tokens
                   use_cache: bool = True, # incremental decoding with a key/value cache
+                  constraint: DecodingConstraint | None = None, # which tokens each sentence may produce next
                  ) -> Tensor: # token ids (B, L) without BOS, EOS kept, padded after it
     "Decode the most likely token at each step, batched, until EOS or the length limit."
     cfg = model.cfg
@@ -39,11 +55,14 @@ def greedy_decode(model: Transformer, # a trained model (put in eval mode by the
     ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=src.device)  # (B, 1)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     cache = model.init_cache() if use_cache else None
+    if constraint is not None: constraint.begin(1, limit)
     for t in range(int(limit.max())):
         if use_cache: h = model.decode(ys[:, -1:], memory, src_key_padding_mask, cache=cache, offset=t)  # (B, 1, D)
         else: h = model.decode(ys, memory, src_key_padding_mask)  # (B, t+1, D)
-        next_tok = model.generator(h[:, -1]).argmax(-1)  # (B,)
-        next_tok = next_tok.masked_fill(done, cfg.pad_idx)
+        logits = model.generator(h[:, -1])  # (B, V)
+        if constraint is not None: logits = logits.masked_fill(~constraint.allowed(), float("-inf"))
+        next_tok = logits.argmax(-1).masked_fill(done, cfg.pad_idx)  # (B,)
+        if constraint is not None: constraint.advance(next_tok)
         ys = torch.cat([ys, next_tok[:, None]], dim=1)  # (B, t+2)
         done |= (next_tok == cfg.eos_idx) | (t + 1 >= limit)
         if done.all(): break
@@ -97,6 +116,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
                 n_best: int = 1, # hypotheses returned per sentence
                 use_cache: bool = True, # incremental decoding with a key/value cache
                 early_stop: bool = True, # True: stop a sentence at K finished hypotheses; False: t2t's bound
+                constraint: DecodingConstraint | None = None, # which tokens each row may produce next
                ) -> list[list[Hypothesis]]: # per sentence, the n_best hypotheses, best first
     "Beam search with GNMT's length penalty, batched over sentences and beams."
     cfg, B, K, dev = model.cfg, src.size(0), beam_size, src.device
@@ -108,8 +128,10 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
     scores = torch.full((B, K), float("-inf"), device=dev); scores[:, 0] = 0  # (B, K): summed log-probs
     first_row = torch.arange(B, device=dev)[:, None] * K  # (B, 1)
     finished, done = [[] for _ in range(B)], [False] * B
+    if constraint is not None: constraint.begin(K, torch.tensor(limit, device=dev))
     for t in range(max(limit)):
         logp = state.step(ys)  # (B*K, V)
+        if constraint is not None: logp = logp.masked_fill(~constraint.allowed(), float("-inf"))
         V = logp.size(-1)
         top, idx = (scores.view(-1, 1) + logp).view(B, K * V).topk(2 * K, dim=1)  # (B, 2K)
         beam, tok = idx // V, idx % V  # (B, 2K): which live beam, which token
@@ -121,6 +143,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
         rows = (first_row + beam).view(-1)  # (B*K,)
         ys = torch.cat([ys.index_select(0, rows), tok.view(-1, 1)], dim=1)  # (B*K, t+2)
         state.reorder(rows)
+        if constraint is not None: constraint.reorder(rows); constraint.advance(tok.view(-1))
         best_live = scores[:, 0].tolist()  # (B,)
         for b in range(B):
             if done[b]: continue
