@@ -35,11 +35,12 @@ ADAM_IMPLS = ("auto", "readable", "foreach", "fused")
 
 def adam_impl(impl: str, # "auto", "readable", "foreach" or "fused"
               params: list) -> str: # the parameters (or parameter groups) the optimizer will update
-    "Which Adam implementation to use: 'auto' is fused when every parameter is on a GPU, else foreach."
+    "Which Adam implementation to use: 'auto' is fused when every parameter is on a GPU or the CPU, else foreach."
     if impl not in ADAM_IMPLS: raise ValueError(f"impl={impl!r}: expected one of {', '.join(ADAM_IMPLS)}")
     if impl != "auto": return impl
     tensors = [t for p in params for t in (p["params"] if isinstance(p, dict) else [p])]
-    return "fused" if tensors and all(t.is_cuda for t in tensors) else "foreach"
+    fusable = lambda t: t.device.type in ("cuda", "cpu") and t.is_floating_point()  # PyTorch's fused Adam runs on both
+    return "fused" if tensors and all(map(fusable, tensors)) else "foreach"
 
 _ADAM_FLAGS = dict(readable=dict(foreach=False, fused=False), foreach=dict(foreach=True, fused=False),
                    fused=dict(foreach=False, fused=True))

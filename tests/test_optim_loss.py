@@ -273,7 +273,8 @@ def test_adam_implementations_agree_on_a_transformer_with_the_schedule():
 
 def test_adam_impl_choice_and_bad_name():
     lin = nn.Linear(2, 2)
-    assert adam_impl("auto", list(lin.parameters())) == "foreach"  # CPU
+    assert adam_impl("auto", list(lin.parameters())) == "fused"  # PyTorch's fused Adam runs on the CPU too
+    assert adam_impl("auto", [torch.zeros(2, dtype=torch.long)]) == "foreach"  # no fused kernel for integer tensors
     assert make_optimizer(lin, impl="readable").defaults["foreach"] is False
     assert make_optimizer(lin, impl="fused").defaults["fused"] is True
     assert set(ADAM_IMPLS) == {"auto", "readable", "foreach", "fused"}
