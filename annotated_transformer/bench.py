@@ -488,7 +488,8 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
                    seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
                    peak: float | None = None, data_dir=None, log=print,
-                   decode_batches=(1, 64)) -> dict: # sentences per call of the decode_batch benchmark
+                   decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
+                   precisions=("fp32", "bf16")) -> dict: # of the train, infer and memory benchmarks
     "Run the chosen benchmarks on each preset; seqlen and batching on `scaling_preset` only (default: the first preset)."
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: raise ValueError(f"unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
@@ -515,7 +516,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
             if name in benchmarks:
                 t0 = time.perf_counter(); r[name] = f()
                 log(f"[{p}] {name} done in {time.perf_counter() - t0:.1f} s")
-        for prec in ("fp32", "bf16"):
+        for prec in precisions:
             run("train", lambda: {**r.get("train", {}), prec: bench_train(cfg, batch, prec, reps, warmup, device)})
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
         run("compile", lambda: bench_compile(cfg, batch, fast_prec, reps, warmup, device, cpeak))
@@ -525,7 +526,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
         run("decode", lambda: bench_decode(cfg, reps=max(1, min(reps, 3)), device=device))
         run("decode_batch", lambda: bench_decode_batches(cfg, decode_batches, reps=1 if dev.type == "cpu" else reps, device=device))
         run("memory", lambda: {prec: bench_memory(cfg, B, S, prec, device, threads or torch.get_num_threads())
-                               for prec in ("fp32", "bf16")})
+                               for prec in precisions})
         if p == scaling_preset:
             run("seqlen", lambda: bench_seqlen(cfg, seqlens, scaling_tokens, "fp32", max(1, min(reps, 3)), warmup, device))
             run("batching", lambda: bench_batching(cfg, scaling_tokens, 4, "fp32", data_dir, device, warmup))
@@ -633,13 +634,18 @@ def _int_list(text):
     if not xs or min(xs) < 1: raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers")
     return xs
 
+class _OneLineErrors(argparse.ArgumentParser):
+    "An argument parser whose errors are one line (no usage block), exit status 2."
+    def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
 def bench_main(argv=None) -> dict:
     "at-bench: speed and memory of our Transformer against torch.nn.Transformer; prints a table and writes JSON."
-    ap = argparse.ArgumentParser(prog="at-bench", description=bench_main.__doc__)
-    ap.add_argument("--benchmarks", default=",".join(DEFAULT_BENCHMARKS),
-                    help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on CUDA only)")
-    ap.add_argument("--compile", action="store_true", help="also the compile benchmark: eager and torch.compile, ours and "
-                    "nn.Transformer, and our fast path (compiled, chunked loss, foreach/fused Adam), with utilization")
+    ap = _OneLineErrors(prog="at-bench", description=bench_main.__doc__)
+    ap.add_argument("--benchmarks", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on "
+                    f"CUDA only; default: all but compile)")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                    help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
+                    "(compiled, chunked loss, fused Adam), with utilization (default: on with --device cuda and no --benchmarks)")
     ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base, big")
     ap.add_argument("--reps", type=_number(int, 1, "a positive integer"), default=5,
                     help="timed repetitions per measurement (the median is reported)")
@@ -652,6 +658,8 @@ def bench_main(argv=None) -> dict:
     ap.add_argument("--src-len", type=_number(int, 1, "a positive integer"), default=None,
                     help="longest source/target length (default: per preset)")
     ap.add_argument("--seqlens", type=_int_list, default=(16, 32, 64, 128, 256, 512), help="sequence lengths of the scaling benchmark")
+    ap.add_argument("--precisions", default="fp32,bf16", help="of the train, infer and memory benchmarks: fp32, bf16 or both "
+                    "(bf16 autocast is emulated, and slow, on CPUs without avx512_bf16 or amx_bf16)")
     ap.add_argument("--decode-batches", type=_int_list, default=(1, 64), help="sentences per call of the decode_batch benchmark")
     ap.add_argument("--scaling-tokens", type=_number(int, 1, "a positive integer"), default=2048,
                     help="tokens per batch in the seqlen and batching benchmarks")
@@ -664,16 +672,21 @@ def bench_main(argv=None) -> dict:
     for p in presets:
         try: bench_config(p)  # fails early on an unknown preset
         except ValueError as e: ap.error(f"--presets: {e}")
-    benchmarks = tuple(b for b in a.benchmarks.split(",") if b) + (("compile",) if a.compile else ())
+    precisions = tuple(x for x in a.precisions.split(",") if x)
+    if not precisions or set(precisions) - {"fp32", "bf16"}: ap.error(f"--precisions {a.precisions!r}: expected fp32, bf16 or fp32,bf16")
+    try: dev = torch.device(a.device)
+    except RuntimeError: ap.error(f"--device {a.device!r}: expected cpu, cuda or cuda:N")
+    add_compile = a.compile if a.compile is not None else (dev.type == "cuda" and a.benchmarks is None)
+    benchmarks = tuple(b for b in (a.benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
+    benchmarks += ("compile",) if add_compile and "compile" not in benchmarks else ()
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: ap.error(f"--benchmarks: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
-    dev = torch.device(a.device)
     if dev.type == "cuda" and not torch.cuda.is_available(): ap.error(f"--device {a.device}: CUDA is not available")
     shapes = {p: ((a.batch_size or DEFAULT_SHAPES[(dev.type, p)][0]), (a.src_len or DEFAULT_SHAPES[(dev.type, p)][1]))
               for p in presets}
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
-                         decode_batches=a.decode_batches)
+                         decode_batches=a.decode_batches, precisions=precisions)
     print_report(res)
     out = Path(a.out or f"results/bench/{dev.type}.json"); out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))

@@ -279,3 +279,15 @@ def test_max_tokens_for_memory_on_cuda():
     large = T.max_tokens_for_memory(model, 4096, fraction=0.2, start=512, limit=1 << 18)
     assert 512 <= small <= large and small & (small - 1) == 0
     assert all(p.grad is None for p in model.parameters())  # the trial steps leave no gradients behind
+
+
+@pytest.mark.slow
+def test_cli_compile_flag_trains(tmp_path, capsys):
+    "`at-train copy --compile` (the Trainer's TrainerConfig.compile, generated from the field) trains end to end on the CPU."
+    from annotated_transformer.tasks import train_main, parse_args
+    assert parse_args(["copy", "--compile"])[1].compile is True
+    args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "2", "--copy_n", "200", "--n_valid", "20",
+            "--eval_every", "0", "--compile"]
+    assert train_main(args) == 0
+    ck = load_checkpoint(tmp_path)
+    assert ck["step"] == 2 and ck["train_config"]["compile"] is True
