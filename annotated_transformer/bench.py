@@ -16,26 +16,30 @@ from .attention import MultiHeadAttention, causal_mask
 from .layers import copy_to_torch_layer
 from .embeddings import Embeddings, PositionalEncoding, tie_weights
 from .model import make_model, count_parameters
-from .loss import LabelSmoothingLoss
+from .optim import make_optimizer
+from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 from .batching import TokenBatchSampler, collate, padding_fraction
 from .decode import bench_decoding
+from .train import HiddenStates
 from .data import default_data_dir
 
 # %% auto #0
-__all__ = ['PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_SHAPES', 'bench_config', 'TorchReference', 'copy_to_reference',
-           'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops',
-           'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_decode', 'peak_memory', 'bench_memory',
-           'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops', 'bench_mfu', 'settings',
-           'run_benchmarks', 'ratio_rows', 'print_report', 'main']
+__all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'bench_config',
+           'TorchReference', 'copy_to_reference', 'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step',
+           'time_interleaved', 'train_flops', 'bench_train', 'bench_infer', 'set_fused', 'bench_attention',
+           'matmul_tflops', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches',
+           'peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops',
+           'bench_mfu', 'cpu_flags', 'settings', 'run_benchmarks', 'ratio_rows', 'print_report', 'bench_main', 'main']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
-    "The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 11_translation run), `base` (Table 3)."
+    "The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 11_translation run), `base` and `big` (Table 3)."
     presets = {
         "tiny": lambda: TransformerConfig.tiny(src_vocab_size=64, tgt_vocab_size=64, max_len=256),
         "multi30k": lambda: TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
                                               n_layers=3, dropout=0.15, norm_first=True, max_len=1024),
-        "base": lambda: TransformerConfig.base(max_len=1024)}
+        "base": lambda: TransformerConfig.base(max_len=1024),
+        "big": lambda: TransformerConfig.big(max_len=1024)}
     if preset not in presets: raise ValueError(f"preset={preset!r}: expected one of {sorted(presets)}")
     return presets[preset]()
 
@@ -60,21 +64,29 @@ class TorchReference(nn.Module):
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=not cfg.tie_embeddings)
         if cfg.tie_embeddings: tie_weights(self.src_embed, self.tgt_embed, self.generator)
 
-    def forward(self, src: Tensor, # (B, S)
-                tgt: Tensor, # (B, T)
-                src_key_padding_mask: Tensor | None = None, # bool (B, S)
-                tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
-               ) -> Tensor: # logits (B, T, V)
+    def hidden(self, src: Tensor, # (B, S)
+               tgt: Tensor, # (B, T)
+               src_key_padding_mask: Tensor | None = None, # bool (B, S)
+               tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
+              ) -> Tensor: # decoder output (B, T, D), before the generator
+        if torch.compiler.is_compiling(): return self._stacks(src, tgt, src_key_padding_mask, tgt_key_padding_mask)
         # nn.Transformer's inference fast path fails under CPU bf16 autocast ("expected scalar type Float but found
         # BFloat16"); it is switched off there, and its nested-tensor "prototype" warning is silenced
         fast = not torch.is_autocast_enabled(src.device.type)
         with warnings.catch_warnings(), _mha_fastpath(fast):
             warnings.simplefilter("ignore", UserWarning)
-            out = self.transformer(self.pos(self.src_embed(src)), self.pos(self.tgt_embed(tgt)),
-                                   tgt_mask=causal_mask(tgt.size(1), device=tgt.device), tgt_is_causal=True,
-                                   src_key_padding_mask=src_key_padding_mask, tgt_key_padding_mask=tgt_key_padding_mask,
-                                   memory_key_padding_mask=src_key_padding_mask)  # (B, T, D)
-        return self.generator(out)  # (B, T, V)
+            return self._stacks(src, tgt, src_key_padding_mask, tgt_key_padding_mask)
+
+    def _stacks(self, src, tgt, src_key_padding_mask, tgt_key_padding_mask):
+        return self.transformer(self.pos(self.src_embed(src)), self.pos(self.tgt_embed(tgt)),
+                                tgt_mask=causal_mask(tgt.size(1), device=tgt.device), tgt_is_causal=True,
+                                src_key_padding_mask=src_key_padding_mask, tgt_key_padding_mask=tgt_key_padding_mask,
+                                memory_key_padding_mask=src_key_padding_mask)  # (B, T, D)
+
+    def forward(self, src: Tensor, tgt: Tensor, # (B, S), (B, T)
+                src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+               ) -> Tensor: # logits (B, T, V)
+        return self.generator(self.hidden(src, tgt, src_key_padding_mask, tgt_key_padding_mask))  # (B, T, V)
 
 @contextmanager
 def _mha_fastpath(enabled: bool):
@@ -125,14 +137,30 @@ def autocast_ctx(device, # where the model runs
 
 def _args(batch): return batch["src"], batch["tgt_in"], batch["src_key_padding_mask"], batch["tgt_key_padding_mask"]
 
-def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", device="cpu", lr: float = 1e-4):
+def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", device="cpu", lr: float = 1e-4,
+                    loss: str = "readable", # "readable": `LabelSmoothingLoss` on the logits; "chunked": `ChunkedLabelSmoothingLoss`
+                    adam: str | None = None, # None: `torch.optim.Adam`'s defaults; else `make_optimizer`'s impl ("foreach", ...)
+                    compile: bool = False, # `torch.compile` the forward pass
+                    eps: float = 1e-9): # Adam's epsilon (the paper's)
     "A closure that runs one training step: forward under autocast, label-smoothed loss, backward, Adam update."
     model.train()
-    criterion = LabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    cfg, tgt = model.cfg, batch["tgt_out"]
+    if loss == "readable":
+        net, crit = model, LabelSmoothingLoss(cfg.label_smoothing, cfg.pad_idx)
+        loss_of = lambda out: crit(out, tgt)  # out: logits (B, T, V)
+    elif loss == "chunked":  # the model stops at its hidden states; the loss applies the generator in row chunks
+        net = model.hidden if isinstance(model, TorchReference) else HiddenStates(model)
+        crit = ChunkedLabelSmoothingLoss(cfg.label_smoothing, cfg.pad_idx)
+        loss_of = lambda out: crit(out, model.generator, tgt)  # out: hidden states (B, T, D)
+    else: raise ValueError(f"loss={loss!r}: expected 'readable' or 'chunked'")
+    if compile: net = torch.compile(net)
+    if adam is None: opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=eps)
+    else:
+        opt = make_optimizer(model, eps=eps, impl=adam)
+        for g in opt.param_groups: g["lr"] = lr
     def step():
-        with autocast_ctx(device, precision): logits = model(*_args(batch))  # (B, T, V)
-        loss_sum, n = criterion(logits, batch["tgt_out"])
+        with autocast_ctx(device, precision):
+            loss_sum, n = loss_of(net(*_args(batch)))
         (loss_sum / n).backward()
         opt.step(); opt.zero_grad(set_to_none=True)
     return step
@@ -220,11 +248,67 @@ def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu"
     return dict(precision=precision, max_abs_diff=max_diff, fused_step_s=_median(t["fused"]),
                 explicit_step_s=_median(t["explicit"]), ratio=_median(t["explicit"]) / _median(t["fused"]))
 
+# %% ../nbs/14_benchmarks.ipynb #869addc3
+FAST = dict(loss="chunked", adam="auto")  # our fast path: chunked loss, fused Adam (`impl="auto"`)
+VARIANTS = {"ours_eager": ("ours", {}), "ours_compiled": ("ours", dict(compile=True)),
+            "torch_eager": ("torch", {}), "torch_compiled": ("torch", dict(compile=True)),
+            "ours_fast": ("ours", dict(FAST, compile=True))}  # the rest: readable loss, torch.optim.Adam's defaults
+
+def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 1024, reps: int = 5) -> float:
+    "Measured TFLOP/s of an (n, n) @ (n, n) product: the denominator of the CPU's utilization (no vendor peak there)."
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
+    return 2 * n ** 3 / _median(t) / 1e12
+
+def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", peak: float | None = None) -> dict:
+    "Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (compiled, chunked loss, foreach/fused Adam)."
+    ours, ref = _pair(cfg, device)
+    models, steps, first_s = dict(ours=ours, torch=ref), {}, {}
+    for name, (which, kw) in VARIANTS.items():
+        steps[name] = make_train_step(models[which], batch, precision, device, **kw)
+        _sync(device); t0 = time.perf_counter(); steps[name](); _sync(device)
+        first_s[name] = time.perf_counter() - t0  # the first call compiles
+    t = time_interleaved(steps, reps, max(0, warmup - 1), device)
+    B, S = batch["src"].shape; T = batch["tgt_in"].size(1)
+    flops, n = train_flops(cfg, B, S, T), int((~batch["tgt_key_padding_mask"]).sum())
+    res = {k: dict(step_s=_median(v), tok_per_s=n / _median(v), tflops=flops / _median(v) / 1e12, first_call_s=first_s[k],
+                   times=v) for k, v in t.items()}
+    for v in res.values(): v["mfu"] = None if not peak else v["tflops"] / peak
+    tok = {k: v["tok_per_s"] for k, v in res.items()}
+    return dict(res, precision=precision, tokens=n, flops=flops, peak_tflops=peak,
+                eager_ratio=tok["ours_eager"] / tok["torch_eager"], compiled_ratio=tok["ours_compiled"] / tok["torch_compiled"],
+                fast_ratio=tok["ours_fast"] / tok["torch_compiled"], compile_gain_ours=tok["ours_compiled"] / tok["ours_eager"],
+                compile_gain_torch=tok["torch_compiled"] / tok["torch_eager"])
+
+def bench_loss(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") -> dict:
+    "Training step of our model with the chunked loss against the readable loss on the logits (same model, same Adam)."
+    torch.manual_seed(0); model = make_model(cfg).to(device)
+    t = time_interleaved({"chunked": make_train_step(model, batch, precision, device, loss="chunked"),
+                          "readable": make_train_step(model, batch, precision, device, loss="readable")}, reps, warmup, device)
+    return dict(precision=precision, chunked_step_s=_median(t["chunked"]), readable_step_s=_median(t["readable"]),
+                ratio=_median(t["readable"]) / _median(t["chunked"]))
+
+def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
+    "Time of one Adam update of our model's parameters: the readable loop, foreach, fused (random gradients)."
+    torch.manual_seed(0); model = make_model(cfg).to(device)
+    for p in model.parameters(): p.grad = torch.randn_like(p) * 1e-3
+    opts = {impl: make_optimizer(model, impl=impl) for impl in ("readable", "foreach", "fused")}
+    for o in opts.values():
+        for g in o.param_groups: g["lr"] = 1e-6
+    t = time_interleaved({k: o.step for k, o in opts.items()}, reps, warmup, device)
+    s = {k: _median(v) for k, v in t.items()}
+    return dict(n_tensors=len(list(model.parameters())), step_s=s, foreach_ratio=s["readable"] / s["foreach"],
+                fused_ratio=s["readable"] / s["fused"])
+
 # %% ../nbs/14_benchmarks.ipynb #400faa5b
 def bench_decode(cfg, src_len=30, n_sentences=8, beam_size=4, reps=3, device="cpu") -> dict:
-    "Beam-search sentences/s with and without the key/value cache (`decode.bench_decoding`)."
+    "Beam-search sentences/s with the readable cache, the static cache and without a cache (`decode.bench_decoding`)."
     torch.manual_seed(0); model = make_model(cfg).to(device).eval()
     return bench_decoding(model, src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, reps=reps)
+
+def bench_decode_batches(cfg, batches=(1, 64), src_len=30, beam_size=4, reps=1, device="cpu") -> dict:
+    "`bench_decode` at several batch sizes (sentences per call): batch 1 is latency, batch 64 throughput."
+    return {str(n): bench_decode(cfg, src_len, n, beam_size, reps, device) for n in batches}
 
 # %% ../nbs/14_benchmarks.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -248,23 +332,25 @@ def _memory_child(spec: str):
     model = make_model(cfg) if s["which"] == "ours" else TorchReference(cfg)
     batch = random_batch(cfg, s["batch_size"], s["src_len"])
     rss_before = _rss_mb()
-    step = make_train_step(model, batch, s["precision"])
+    step = make_train_step(model, batch, s["precision"], **s.get("recipe", {}))
     step(); step()
     print(json.dumps(dict(rss_before_mb=rss_before, peak_rss_mb=_maxrss_mb())))
 
-def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32", device="cpu", threads=1) -> dict:
+def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32", device="cpu", threads=1,
+                recipe: dict | None = None) -> dict: # recipe: `make_train_step`'s loss / adam options
     "Peak memory of two training steps: RSS of a fresh process on the CPU, `max_memory_allocated` on CUDA (MiB)."
     if which not in ("ours", "torch"): raise ValueError(f"which={which!r}: expected 'ours' or 'torch'")
+    recipe = dict(recipe or {})
     if torch.device(device).type == "cuda":
         torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(device); torch.manual_seed(0)
         model = (make_model(cfg) if which == "ours" else TorchReference(cfg)).to(device)
-        step = make_train_step(model, random_batch(cfg, batch_size, src_len, device=device), precision, device)
+        step = make_train_step(model, random_batch(cfg, batch_size, src_len, device=device), precision, device, **recipe)
         step(); step(); _sync(device)
         res = dict(peak_mb=torch.cuda.max_memory_allocated(device) / 2**20)
         del model, step; torch.cuda.empty_cache()
         return res
     spec = json.dumps(dict(cfg=asdict(cfg), which=which, batch_size=batch_size, src_len=src_len, precision=precision,
-                           threads=threads))
+                           threads=threads, recipe=recipe))
     import annotated_transformer
     root = str(Path(annotated_transformer.__file__).resolve().parent.parent)  # the child imports this same package
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
@@ -277,11 +363,17 @@ def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32"
                 growth_mb=None if before is None else out["peak_rss_mb"] - before)
 
 def bench_memory(cfg, batch_size, src_len, precision="fp32", device="cpu", threads=1) -> dict:
-    "Peak memory of ours and of `nn.Transformer` for one configuration; ratio = ours / torch (below 1: ours uses less)."
-    res = {w: peak_memory(cfg, w, batch_size, src_len, precision, device, threads) for w in ("ours", "torch")}
-    return dict(res, precision=precision, kind="max_allocated" if torch.device(device).type == "cuda" else "peak_rss",
-                ratio=res["ours"]["peak_mb"] / res["torch"]["peak_mb"],
-                growth_ratio=None if res["torch"].get("growth_mb") is None else res["ours"]["growth_mb"] / res["torch"]["growth_mb"])
+    "Peak memory of ours, ours on the fast path and `nn.Transformer`, in total and per target token; ratio = ours / torch."
+    recipes = dict(ours=("ours", None), ours_fast=("ours", dict(loss="chunked", adam="auto")), torch=("torch", None))
+    res = {k: peak_memory(cfg, w, batch_size, src_len, precision, device, threads, r) for k, (w, r) in recipes.items()}
+    n = int((~random_batch(cfg, batch_size, src_len)["tgt_key_padding_mask"]).sum())  # the batch the children train on
+    for v in res.values():
+        v["mb_per_token"] = v["peak_mb"] / n
+        if v.get("growth_mb") is not None: v["growth_mb_per_token"] = v["growth_mb"] / n
+    growth = lambda k: None if res["torch"].get("growth_mb") is None else res[k]["growth_mb"] / res["torch"]["growth_mb"]
+    return dict(res, precision=precision, tokens=n, kind="max_allocated" if torch.device(device).type == "cuda" else "peak_rss",
+                ratio=res["ours"]["peak_mb"] / res["torch"]["peak_mb"], fast_ratio=res["ours_fast"]["peak_mb"] / res["torch"]["peak_mb"],
+                growth_ratio=growth("ours"), fast_growth_ratio=growth("ours_fast"))
 
 # %% ../nbs/14_benchmarks.ipynb #909d1182
 def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precision="fp32", reps=3, warmup=1,
@@ -369,30 +461,51 @@ def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda"
                 tok_per_s=batch_size * src_len / _median(t))
 
 # %% ../nbs/14_benchmarks.ipynb #e28d90a2
-BENCHMARKS = ("train", "infer", "attention", "decode", "memory", "seqlen", "batching", "mfu")
-DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32),
-                  ("cuda", "tiny"): (8, 12), ("cuda", "multi30k"): (256, 32), ("cuda", "base"): (128, 64)}
+BENCHMARKS = ("train", "infer", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
+              "mfu", "compile")
+DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b != "compile")  # `at-bench --compile` adds the compiled rows
+DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32), ("cpu", "big"): (8, 32),
+                  ("cuda", "tiny"): (8, 12), ("cuda", "multi30k"): (256, 32), ("cuda", "base"): (128, 128),
+                  ("cuda", "big"): (128, 128)}
+
+def cpu_flags() -> dict:
+    "The CPU's model name and the flags that decide bf16 speed (amx_bf16, avx512_bf16) from /proc/cpuinfo."
+    try: info = Path("/proc/cpuinfo").read_text()
+    except OSError: return dict(model=platform.processor() or "unknown")
+    flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
+    model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "unknown")
+    return dict(model=model, **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
 
 def settings(device="cpu", threads: int | None = None) -> dict:
-    "What a benchmark's numbers depend on: versions, threads, device."
+    "What a benchmark's numbers depend on: versions, threads, device, the CPU's bf16 flags."
     dev = torch.device(device)
     return dict(torch=torch.__version__, python=platform.python_version(), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), threads=torch.get_num_threads(), device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
-                cuda=torch.version.cuda if dev.type == "cuda" else None, time=time.strftime("%Y-%m-%d %H:%M:%S"))
+                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_flags(), time=time.strftime("%Y-%m-%d %H:%M:%S"))
 
-def run_benchmarks(presets=("multi30k", "base"), benchmarks=BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
+def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
                    seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
-                   peak: float | None = None, data_dir=None, log=print) -> dict:
+                   peak: float | None = None, data_dir=None, log=print,
+                   decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
+                   precisions=("fp32", "bf16")) -> dict: # of the train, infer and memory benchmarks
     "Run the chosen benchmarks on each preset; seqlen and batching on `scaling_preset` only (default: the first preset)."
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: raise ValueError(f"unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
+    if reps < 1: raise ValueError(f"reps={reps}: expected at least one timed repetition")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available(): raise RuntimeError(f"device={device!r} but CUDA is not available")
     if threads: torch.set_num_threads(threads)
     scaling_preset = scaling_preset or presets[0]
     out = dict(settings=dict(settings(device), reps=reps, warmup=warmup, presets={}), results={})
+    if "compile" in benchmarks:  # the denominator of the utilization: the card's bf16 peak, or this CPU's measured matmul
+        fast_prec = "bf16" if dev.type == "cuda" else "fp32"
+        if dev.type == "cuda":
+            cpeak, kind = peak_tflops(torch.cuda.get_device_name(dev), peak), "vendor dense bf16 peak"
+        else:
+            cpeak, kind = (peak, "given") if peak else (matmul_tflops(device), "measured fp32 1024x1024 matmul, this CPU")
+        out["settings"]["compile_peak"] = dict(tflops=cpeak, kind=kind, precision=fast_prec)
     for p in presets:
         cfg = bench_config(p); B, S = (shapes or {}).get(p, DEFAULT_SHAPES[(dev.type, p)])
         out["settings"]["presets"][p] = dict(config=asdict(cfg), batch_size=B, src_len=S, tgt_len=S,
@@ -403,17 +516,21 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=BENCHMARKS, reps=5, 
             if name in benchmarks:
                 t0 = time.perf_counter(); r[name] = f()
                 log(f"[{p}] {name} done in {time.perf_counter() - t0:.1f} s")
-        for prec in ("fp32", "bf16"):
+        for prec in precisions:
             run("train", lambda: {**r.get("train", {}), prec: bench_train(cfg, batch, prec, reps, warmup, device)})
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
+        run("compile", lambda: bench_compile(cfg, batch, fast_prec, reps, warmup, device, cpeak))
         run("attention", lambda: bench_attention(cfg, batch, "fp32", reps, warmup, device))
+        run("loss", lambda: bench_loss(cfg, batch, "fp32", reps, warmup, device))
+        run("adam", lambda: bench_adam(cfg, reps, warmup, device))
         run("decode", lambda: bench_decode(cfg, reps=max(1, min(reps, 3)), device=device))
+        run("decode_batch", lambda: bench_decode_batches(cfg, decode_batches, reps=1 if dev.type == "cpu" else reps, device=device))
         run("memory", lambda: {prec: bench_memory(cfg, B, S, prec, device, threads or torch.get_num_threads())
-                               for prec in ("fp32", "bf16")})
+                               for prec in precisions})
         if p == scaling_preset:
             run("seqlen", lambda: bench_seqlen(cfg, seqlens, scaling_tokens, "fp32", max(1, min(reps, 3)), warmup, device))
             run("batching", lambda: bench_batching(cfg, scaling_tokens, 4, "fp32", data_dir, device, warmup))
-        if dev.type == "cuda" and p == "base":
+        if dev.type == "cuda" and p in ("base", "big"):
             run("mfu", lambda: bench_mfu(cfg, device=device, peak=peak))
     return out
 
@@ -422,33 +539,60 @@ def ratio_rows(res: dict) -> list[dict]:
     "Flatten a `run_benchmarks` result into rows: preset, measurement, ours, reference, unit, ratio."
     rows = []
     for p, r in res["results"].items():
+        row = lambda what, ours, ref, vs, ratio: rows.append(dict(preset=p, what=what, ours=ours, ref=ref, vs=vs, ratio=ratio))
         for kind in ("train", "infer"):
             for prec, x in r.get(kind, {}).items():
-                rows.append(dict(preset=p, what=f"{kind} {prec} tokens/s", ours=x["ours"]["tok_per_s"],
-                                 ref=x["torch"]["tok_per_s"], vs="nn.Transformer", ratio=x["ratio"]))
+                row(f"{kind} {prec} tokens/s", x["ours"]["tok_per_s"], x["torch"]["tok_per_s"], "nn.Transformer", x["ratio"])
+        t = r.get("train", {})
+        if "fp32" in t and "bf16" in t:
+            row("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"], t["fp32"]["ours"]["tok_per_s"],
+                "fp32", t["bf16"]["ours"]["tok_per_s"] / t["fp32"]["ours"]["tok_per_s"])
+        if "compile" in r:
+            x, prec = r["compile"], r["compile"]["precision"]
+            row(f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"], "nn.Transformer", x["eager_ratio"])
+            row(f"train {prec} tokens/s, both compiled", x["ours_compiled"]["tok_per_s"], x["torch_compiled"]["tok_per_s"],
+                "nn.T. compiled", x["compiled_ratio"])
+            row(f"train {prec} tokens/s, ours fast path vs nn.T. compiled", x["ours_fast"]["tok_per_s"],
+                x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["fast_ratio"])
+            row(f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"], x["ours_eager"]["tok_per_s"],
+                "eager", x["compile_gain_ours"])
+            if x.get("peak_tflops"):
+                for k in ("ours_eager", "ours_compiled", "ours_fast", "torch_eager", "torch_compiled"):
+                    row(f"train TFLOP/s, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"])
         if "attention" in r:
             x = r["attention"]
-            rows.append(dict(preset=p, what=f"train step s, fused vs explicit attention", ours=x["fused_step_s"],
-                             ref=x["explicit_step_s"], vs="explicit", ratio=x["ratio"]))
-        if "decode" in r:
-            x = r["decode"]
-            rows.append(dict(preset=p, what=f"beam {x['beam_size']} sent/s, S={x['src_len']}, cache vs none",
-                             ours=x["cache_sent_per_s"], ref=x["no_cache_sent_per_s"], vs="no cache", ratio=x["speedup"]))
+            row("train step s, fused vs explicit attention", x["fused_step_s"], x["explicit_step_s"], "explicit", x["ratio"])
+        if "loss" in r:
+            x = r["loss"]
+            row("train step s, chunked vs readable loss", x["chunked_step_s"], x["readable_step_s"], "readable loss", x["ratio"])
+        if "adam" in r:
+            x = r["adam"]
+            row("Adam step s, foreach vs readable loop", x["step_s"]["foreach"], x["step_s"]["readable"], "readable loop", x["foreach_ratio"])
+            row("Adam step s, fused vs readable loop", x["step_s"]["fused"], x["step_s"]["readable"], "readable loop", x["fused_ratio"])
+        decs = ([r["decode"]] if "decode" in r else []) + list(r.get("decode_batch", {}).values())
+        for x in decs:
+            what = f"beam {x['beam_size']} sent/s, S={x['src_len']}, B={x['n_sentences']}"
+            row(f"{what}, cache vs none", x["cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["speedup"])
+            if "static_cache_sent_per_s" in x:
+                row(f"{what}, static vs none", x["static_cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["static_speedup"])
+                row(f"{what}, static vs cache", x["static_cache_sent_per_s"], x["cache_sent_per_s"], "readable cache", x["static_vs_cache"])
         for prec, x in r.get("memory", {}).items():
-            rows.append(dict(preset=p, what=f"peak MiB {prec} ({x['kind']}), lower is better", ours=x["ours"]["peak_mb"],
-                             ref=x["torch"]["peak_mb"], vs="nn.Transformer", ratio=x["ratio"]))
+            row(f"peak MiB {prec} ({x['kind']}), lower is better", x["ours"]["peak_mb"], x["torch"]["peak_mb"], "nn.Transformer", x["ratio"])
+            if "ours_fast" in x:
+                row(f"peak MiB {prec}, ours fast path, lower is better", x["ours_fast"]["peak_mb"], x["torch"]["peak_mb"],
+                    "nn.Transformer", x["fast_ratio"])
             if x.get("growth_ratio") is not None:
-                rows.append(dict(preset=p, what=f"RSS growth MiB {prec} in training, lower is better",
-                                 ours=x["ours"]["growth_mb"], ref=x["torch"]["growth_mb"], vs="nn.Transformer",
-                                 ratio=x["growth_ratio"]))
+                row(f"RSS growth MiB {prec} in training, lower is better", x["ours"]["growth_mb"], x["torch"]["growth_mb"],
+                    "nn.Transformer", x["growth_ratio"])
+            if x.get("fast_growth_ratio") is not None:
+                row(f"RSS growth MiB {prec}, ours fast path, lower is better", x["ours_fast"]["growth_mb"], x["torch"]["growth_mb"],
+                    "nn.Transformer", x["fast_growth_ratio"])
         if "batching" in r:
             x = r["batching"]
-            rows.append(dict(preset=p, what="useful tokens/s, token budget vs fixed", ours=x["token_budget"]["tok_per_s"],
-                             ref=x["fixed"]["tok_per_s"], vs="fixed batches", ratio=x["ratio"]))
+            row("useful tokens/s, token budget vs fixed", x["token_budget"]["tok_per_s"], x["fixed"]["tok_per_s"], "fixed batches", x["ratio"])
         if "mfu" in r:
             x = r["mfu"]
-            rows.append(dict(preset=p, what=f"bf16 TFLOP/s, MFU vs peak", ours=x["tflops"], ref=x["peak_tflops"],
-                             vs=f"{x['device_name']} peak", ratio=x["mfu"]))
+            row("bf16 TFLOP/s, MFU vs peak", x["tflops"], x["peak_tflops"], f"{x['device_name']} peak", x["mfu"])
     return rows
 
 def print_report(res: dict, file=None):
@@ -456,48 +600,100 @@ def print_report(res: dict, file=None):
     s = res["settings"]
     print(f"torch {s['torch']} | python {s['python']} | {s['device']} ({s['device_name']}) | threads {s['threads']} | "
           f"reps {s['reps']} (median), warm-up {s['warmup']} | {s['time']}", file=file)
+    if "cpu" in s:
+        c = s["cpu"]
+        print(f"  CPU {c.get('model')}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items() if k != "model"), file=file)
+    if "compile_peak" in s:
+        c = s["compile_peak"]
+        print(f"  utilization denominator: {c['tflops']} TFLOP/s ({c['kind']}, {c['precision']})" if c["tflops"]
+              else "  utilization: no peak known for this device (--peak-tflops)", file=file)
     for p, x in s["presets"].items():
         c = x["config"]
         print(f"  {p}: d_model {c['d_model']}, layers {c['n_layers']}, heads {c['n_heads']}, d_ff {c['d_ff']}, vocab "
               f"{c['tgt_vocab_size']}, norm_first {c['norm_first']}, dropout {c['dropout']}, {x['parameters']:,} params, "
               f"batch {x['batch_size']} x {x['src_len']}", file=file)
-    print(f"{'preset':9s} {'measurement':50s} {'ours':>12s} {'reference':>12s} {'vs':>16s} {'ratio':>7s}", file=file)
+    print(f"{'preset':9s} {'measurement':58s} {'ours':>12s} {'reference':>12s} {'vs':>16s} {'ratio':>7s}", file=file)
     for r in ratio_rows(res):
         fmt = lambda v: "-" if v is None else f"{v:12.4g}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:7.2f}"
-        print(f"{r['preset']:9s} {r['what']:50s} {fmt(r['ours']):>12s} {fmt(r['ref']):>12s} {r['vs']:>16s} {ratio:>7s}", file=file)
+        print(f"{r['preset']:9s} {r['what']:58s} {fmt(r['ours']):>12s} {fmt(r['ref']):>12s} {r['vs']:>16s} {ratio:>7s}", file=file)
 
 # %% ../nbs/14_benchmarks.ipynb #8e0840ee
-def main(argv=None):
+def _number(kind, low, what):
+    "An argparse type: a finite `kind` number >= `low` (> 0 for floats), or a one-line error."
+    def parse(text):
+        try: x = kind(text)
+        except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not math.isfinite(x) or x < low or (kind is float and x <= 0): raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
+        return x
+    return parse
+
+def _int_list(text):
+    try: xs = tuple(int(x) for x in text.split(",") if x)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+    if not xs or min(xs) < 1: raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers")
+    return xs
+
+class _OneLineErrors(argparse.ArgumentParser):
+    "An argument parser whose errors are one line (no usage block), exit status 2."
+    def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+def bench_main(argv=None) -> dict:
     "at-bench: speed and memory of our Transformer against torch.nn.Transformer; prints a table and writes JSON."
-    ap = argparse.ArgumentParser(prog="at-bench", description=main.__doc__)
-    ap.add_argument("--benchmarks", default=",".join(b for b in BENCHMARKS),
-                    help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on CUDA only)")
-    ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base")
-    ap.add_argument("--reps", type=int, default=5, help="timed repetitions per measurement (the median is reported)")
-    ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up calls before timing")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: leave torch's default)")
+    ap = _OneLineErrors(prog="at-bench", description=bench_main.__doc__)
+    ap.add_argument("--benchmarks", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on "
+                    f"CUDA only; default: all but compile)")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                    help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
+                    "(compiled, chunked loss, fused Adam), with utilization (default: on with --device cuda and no --benchmarks)")
+    ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base, big")
+    ap.add_argument("--reps", type=_number(int, 1, "a positive integer"), default=5,
+                    help="timed repetitions per measurement (the median is reported)")
+    ap.add_argument("--warmup", type=_number(int, 0, "a non-negative integer"), default=1, help="untimed warm-up calls before timing")
+    ap.add_argument("--threads", type=_number(int, 0, "a non-negative integer"), default=1,
+                    help="torch CPU threads (0: leave torch's default)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    ap.add_argument("--batch-size", type=int, default=None, help="sentences per batch (default: per device and preset)")
-    ap.add_argument("--src-len", type=int, default=None, help="longest source/target length (default: per preset)")
-    ap.add_argument("--seqlens", default="16,32,64,128,256,512", help="sequence lengths of the scaling benchmark")
-    ap.add_argument("--scaling-tokens", type=int, default=2048, help="tokens per batch in the seqlen and batching benchmarks")
-    ap.add_argument("--peak-tflops", type=float, default=None, help="the device's dense bf16 peak, for MFU")
+    ap.add_argument("--batch-size", type=_number(int, 1, "a positive integer"), default=None,
+                    help="sentences per batch (default: per device and preset)")
+    ap.add_argument("--src-len", type=_number(int, 1, "a positive integer"), default=None,
+                    help="longest source/target length (default: per preset)")
+    ap.add_argument("--seqlens", type=_int_list, default=(16, 32, 64, 128, 256, 512), help="sequence lengths of the scaling benchmark")
+    ap.add_argument("--precisions", default="fp32,bf16", help="of the train, infer and memory benchmarks: fp32, bf16 or both "
+                    "(bf16 autocast is emulated, and slow, on CPUs without avx512_bf16 or amx_bf16)")
+    ap.add_argument("--decode-batches", type=_int_list, default=(1, 64), help="sentences per call of the decode_batch benchmark")
+    ap.add_argument("--scaling-tokens", type=_number(int, 1, "a positive integer"), default=2048,
+                    help="tokens per batch in the seqlen and batching benchmarks")
+    ap.add_argument("--peak-tflops", type=_number(float, 0, "a positive number"), default=None,
+                    help="the device's dense bf16 peak, for MFU")
     ap.add_argument("--data-dir", default=None, help="Multi30k files for the batching benchmark's lengths (default: the data directory's multi30k/)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
     a = ap.parse_args(argv)
     presets = [p for p in a.presets.split(",") if p]
-    for p in presets: bench_config(p)  # fails early on an unknown preset
-    dev = torch.device(a.device)
+    for p in presets:
+        try: bench_config(p)  # fails early on an unknown preset
+        except ValueError as e: ap.error(f"--presets: {e}")
+    precisions = tuple(x for x in a.precisions.split(",") if x)
+    if not precisions or set(precisions) - {"fp32", "bf16"}: ap.error(f"--precisions {a.precisions!r}: expected fp32, bf16 or fp32,bf16")
+    try: dev = torch.device(a.device)
+    except RuntimeError: ap.error(f"--device {a.device!r}: expected cpu, cuda or cuda:N")
+    add_compile = a.compile if a.compile is not None else (dev.type == "cuda" and a.benchmarks is None)
+    benchmarks = tuple(b for b in (a.benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
+    benchmarks += ("compile",) if add_compile and "compile" not in benchmarks else ()
+    unknown = sorted(set(benchmarks) - set(BENCHMARKS))
+    if unknown: ap.error(f"--benchmarks: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
+    if dev.type == "cuda" and not torch.cuda.is_available(): ap.error(f"--device {a.device}: CUDA is not available")
     shapes = {p: ((a.batch_size or DEFAULT_SHAPES[(dev.type, p)][0]), (a.src_len or DEFAULT_SHAPES[(dev.type, p)][1]))
               for p in presets}
-    try: seqlens = tuple(int(x) for x in a.seqlens.split(","))
-    except ValueError: ap.error(f"--seqlens {a.seqlens!r}: expected comma-separated integers")
-    res = run_benchmarks(presets, tuple(b for b in a.benchmarks.split(",") if b), a.reps, a.warmup, a.device,
-                         a.threads or None, shapes, seqlens, a.scaling_tokens, None, a.peak_tflops, a.data_dir,
-                         log=lambda m: print(m, file=sys.stderr, flush=True))
+    res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
+                         a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
+                         decode_batches=a.decode_batches, precisions=precisions)
     print_report(res)
     out = Path(a.out or f"results/bench/{dev.type}.json"); out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))
     print(f"wrote {out}")
     return res
+
+def main(argv=None) -> int:
+    "Console-script entry point of `at-bench`: exit status 0 after a successful run (argparse exits 2 on bad arguments)."
+    bench_main(argv)
+    return 0

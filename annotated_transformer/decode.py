@@ -5,15 +5,17 @@
 # %% ../nbs/08_decode.ipynb #0b6bfef9
 from __future__ import annotations
 import torch
+import torch.nn.functional as F
 import time
 from typing import NamedTuple
 from torch import Tensor
 from .config import TransformerConfig
 from .model import Transformer, make_model
+from .attention import merge_masks, to_sdpa_mask
 
 # %% auto #0
 __all__ = ['DecodingConstraint', 'length_limit', 'greedy_decode', 'DecoderState', 'length_penalty', 'Hypothesis', 'beam_search',
-           'hypotheses_to_tensor', 'score_hypothesis', 'bench_decoding']
+           'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'bench_decoding']
 
 # %% ../nbs/08_decode.ipynb #869128c9
 class DecodingConstraint:
@@ -46,6 +48,7 @@ def greedy_decode(model: Transformer, # a trained model (put in eval mode by the
                   max_len_a: float = 1.0, max_len_b: int = 50, # stop after a * source length + b tokens
                   use_cache: bool = True, # incremental decoding with a key/value cache
                   constraint: DecodingConstraint | None = None, # which tokens each sentence may produce next
+                  static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same tokens, fewer operations)
                  ) -> Tensor: # token ids (B, L) without BOS, EOS kept, padded after it
     "Decode the most likely token at each step, batched, until EOS or the length limit."
     cfg = model.cfg
@@ -55,9 +58,11 @@ def greedy_decode(model: Transformer, # a trained model (put in eval mode by the
     ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=src.device)  # (B, 1)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     cache = model.init_cache() if use_cache else None
+    static = StaticKVCache(model, memory, src_key_padding_mask, int(limit.max()) + 1) if use_cache and static_cache else None
     if constraint is not None: constraint.begin(1, limit)
     for t in range(int(limit.max())):
-        if use_cache: h = model.decode(ys[:, -1:], memory, src_key_padding_mask, cache=cache, offset=t)  # (B, 1, D)
+        if static is not None: h = static.step(ys[:, -1:])  # (B, 1, D)
+        elif use_cache: h = model.decode(ys[:, -1:], memory, src_key_padding_mask, cache=cache, offset=t)  # (B, 1, D)
         else: h = model.decode(ys, memory, src_key_padding_mask)  # (B, t+1, D)
         logits = model.generator(h[:, -1])  # (B, V)
         if constraint is not None: logits = logits.masked_fill(~constraint.allowed(), float("-inf"))
@@ -73,18 +78,23 @@ class DecoderState:
     "Next-token log-probabilities for N rows, one step at a time, with or without the key/value cache."
     def __init__(self, model: Transformer, memory: Tensor, # encoder output (N, S, D)
                  memory_key_padding_mask: Tensor | None = None, # bool (N, S)
-                 use_cache: bool = True): # False: recompute the whole prefix at every step
+                 use_cache: bool = True, # False: recompute the whole prefix at every step
+                 static_cache: bool = False, # use `StaticKVCache` (preallocated, updated in place) instead
+                 max_len: int | None = None): # steps the static cache holds (default: the positional table)
         self.model, self.memory, self.mask = model, memory, memory_key_padding_mask
         self.cache = model.init_cache() if use_cache else None
+        self.static = StaticKVCache(model, memory, memory_key_padding_mask, max_len or model.cfg.max_len) if use_cache and static_cache else None
 
     def step(self, ys: Tensor) -> Tensor: # all tokens so far (N, t+1), BOS first -> log-probs (N, V)
         t = ys.size(1) - 1
-        if self.cache is None: h = self.model.decode(ys, self.memory, self.mask)  # (N, t+1, D)
+        if self.static is not None: h = self.static.step(ys[:, -1:])  # (N, 1, D)
+        elif self.cache is None: h = self.model.decode(ys, self.memory, self.mask)  # (N, t+1, D)
         else: h = self.model.decode(ys[:, -1:], self.memory, self.mask, cache=self.cache, offset=t)  # (N, 1, D)
         return self.model.generator(h[:, -1]).log_softmax(-1)  # (N, V)
 
     def reorder(self, index: Tensor): # (N,) row i continues row index[i]
         "Make the self-attention cache follow re-ranked beams; the memory side is shared by a sentence's beams."
+        if self.static is not None: return self.static.reorder(index)
         if self.cache is None: return
         if hasattr(self.model, "reorder_cache"): return self.model.reorder_cache(self.cache, index)  # a model with its own cache (the RNN)
         for layer in self.cache:
@@ -117,13 +127,14 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
                 use_cache: bool = True, # incremental decoding with a key/value cache
                 early_stop: bool = True, # True: stop a sentence at K finished hypotheses; False: t2t's bound
                 constraint: DecodingConstraint | None = None, # which tokens each row may produce next
+                static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same hypotheses, fewer operations)
                ) -> list[list[Hypothesis]]: # per sentence, the n_best hypotheses, best first
     "Beam search with GNMT's length penalty, batched over sentences and beams."
     cfg, B, K, dev = model.cfg, src.size(0), beam_size, src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b).tolist()  # (B,)
     memory = model.encode(src, src_key_padding_mask).repeat_interleave(K, 0)  # (B*K, S, D): encoded once per sentence
     mask = None if src_key_padding_mask is None else src_key_padding_mask.repeat_interleave(K, 0)  # (B*K, S)
-    state = DecoderState(model, memory, mask, use_cache)
+    state = DecoderState(model, memory, mask, use_cache, static_cache, max(limit) + 1)
     ys = torch.full((B * K, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (B*K, 1)
     scores = torch.full((B, K), float("-inf"), device=dev); scores[:, 0] = 0  # (B, K): summed log-probs
     first_row = torch.arange(B, device=dev)[:, None] * K  # (B, 1)
@@ -178,6 +189,46 @@ def score_hypothesis(model: Transformer, src: Tensor, # one source sentence (1, 
     logp = model.generator(model.decode(tgt[:, :-1], memory, src_key_padding_mask)).log_softmax(-1)  # (1, T, V)
     return logp[0].gather(1, tgt[0, 1:, None]).sum().item() / length_penalty(len(hyp), alpha)
 
+# %% ../nbs/08_decode.ipynb #ccb41d94
+class StaticKVCache:
+    "Keys/values of every decoder layer in one preallocated buffer, written in place; one re-ranking for all layers."
+    def __init__(self, model: Transformer, memory: Tensor, # encoder output (N, S, D)
+                 memory_key_padding_mask: Tensor | None, # bool (N, S), True at padding
+                 max_len: int): # most steps this cache will hold
+        if not isinstance(model, Transformer): raise TypeError(f"StaticKVCache needs a Transformer, got {type(model).__name__}")
+        layers, (N, S, _) = model.decoder.layers, memory.shape
+        H, Dh = layers[0].self_attn.n_heads, layers[0].self_attn.d_k
+        self.model, self.t, self.shape = model, 0, (N, H, Dh)
+        self.kv = memory.new_zeros(2, len(layers), N, H, max_len, Dh)  # self-attention keys [0] and values [1]
+        cat = lambda ts: None if ts[0] is None else torch.cat(ts)  # (3*H*Dh, D) weights, (3*H*Dh,) biases
+        self.qkv = [(cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
+                     cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias])) for l in layers]
+        self.memory_kv = [(l.cross_attn.split_heads(l.cross_attn.k_proj(memory)),  # (N, H, S, Dh), projected once
+                           l.cross_attn.split_heads(l.cross_attn.v_proj(memory))) for l in layers]
+        self.memory_mask = to_sdpa_mask(merge_masks(None, memory_key_padding_mask, N, 1, S))  # (N, 1, 1, S) or None
+
+    def step(self, tok: Tensor) -> Tensor: # (N, 1) the newest tokens -> decoder output (N, 1, D)
+        "Run one decoding step through every layer, writing its keys and values at position t."
+        m, t, (N, H, Dh) = self.model, self.t, self.shape
+        if t >= self.kv.size(4): raise IndexError(f"StaticKVCache holds {self.kv.size(4)} steps; step {t + 1} does not fit")
+        x = m.tgt_pos(m.tgt_embed(tok), t)  # (N, 1, D)
+        for i, layer in enumerate(m.decoder.layers):
+            sa, ca = layer.self_attn, layer.cross_attn
+            q, k, v = F.linear(layer.pre(x, layer.norm1), *self.qkv[i]).view(N, 3, H, Dh).unbind(1)  # 3 x (N, H, Dh)
+            self.kv[0, i, :, :, t], self.kv[1, i, :, :, t] = k, v  # in place
+            a = F.scaled_dot_product_attention(q[:, :, None], self.kv[0, i, :, :, :t + 1], self.kv[1, i, :, :, :t + 1])  # (N, H, 1, Dh)
+            x = layer.residual(x, sa.out_proj(a.reshape(N, 1, H * Dh)), layer.norm1)  # (N, 1, D)
+            q = ca.split_heads(ca.q_proj(layer.pre(x, layer.norm2)))  # (N, H, 1, Dh)
+            a = F.scaled_dot_product_attention(q, *self.memory_kv[i], attn_mask=self.memory_mask)  # (N, H, 1, Dh)
+            x = layer.residual(x, ca.out_proj(a.transpose(1, 2).reshape(N, 1, H * Dh)), layer.norm2)
+            x = layer.residual(x, layer.ff(layer.pre(x, layer.norm3)), layer.norm3)  # (N, 1, D)
+        self.t += 1
+        return m.decoder.norm(x)  # (N, 1, D)
+
+    def reorder(self, index: Tensor): # (N,) row i continues row index[i]
+        "Make every layer's keys and values follow re-ranked beams: one gather and one copy."
+        self.kv[:, :, :, :, :self.t] = self.kv[:, :, :, :, :self.t].index_select(2, index)  # (2, L, N, H, t, Dh)
+
 # %% ../nbs/08_decode.ipynb #4c75097b
 @torch.no_grad()
 def bench_decoding(model: Transformer, # in eval mode
@@ -188,7 +239,7 @@ def bench_decoding(model: Transformer, # in eval mode
                    reps: int = 3, # timed runs per mode; the median is reported
                    threads: int | None = None, # torch CPU threads during the run (None: leave as is)
                    seed: int = 0) -> dict:
-    "Beam-search sentences/s with and without the key/value cache, on random sources."
+    "Beam-search sentences/s with the key/value cache, with the static cache and without a cache, on random sources."
     old_threads = torch.get_num_threads()
     if threads is not None: torch.set_num_threads(threads)
     try: return _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, reps, seed)
@@ -200,9 +251,10 @@ def _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, 
     src = torch.randint(3, model.cfg.src_vocab_size, (n_sentences, src_len), generator=g).to(dev)  # (B, S)
     src[:, -1] = model.cfg.eos_idx
     res = dict(src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, threads=torch.get_num_threads())
-    for use_cache in (True, False):
-        run = lambda: beam_search(model, src, beam_size=beam_size, alpha=alpha, max_len_a=max_len_a,
-                                  max_len_b=max_len_b, use_cache=use_cache)
+    modes = dict(cache=dict(use_cache=True), static_cache=dict(use_cache=True, static_cache=True), no_cache=dict(use_cache=False))
+    tokens = {}
+    for key, kw in modes.items():
+        run = lambda: beam_search(model, src, beam_size=beam_size, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b, **kw)
         hyps = run()  # warm-up
         times = []
         for _ in range(reps):
@@ -210,8 +262,12 @@ def _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, 
             t0 = time.perf_counter(); run()
             if dev.type == "cuda": torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
-        key = "cache" if use_cache else "no_cache"
         res[f"{key}_sent_per_s"] = n_sentences / sorted(times)[len(times) // 2]
         res["mean_out_len"] = sum(len(h[0].tokens) for h in hyps) / n_sentences
-    res["speedup"] = res["cache_sent_per_s"] / res["no_cache_sent_per_s"]
+        tokens[key] = [h[0].tokens for h in hyps]
+    res["speedup"] = res["cache_sent_per_s"] / res["no_cache_sent_per_s"]  # the cache against recomputation
+    res["static_speedup"] = res["static_cache_sent_per_s"] / res["no_cache_sent_per_s"]
+    res["static_vs_cache"] = res["static_cache_sent_per_s"] / res["cache_sent_per_s"]
+    res["same_hypotheses"] = tokens["cache"] == tokens["static_cache"] == tokens["no_cache"]
     return res
+

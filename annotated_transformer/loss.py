@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['smooth_targets', 'label_smoothed_cross_entropy', 'LabelSmoothingLoss']
+__all__ = ['smooth_targets', 'label_smoothed_cross_entropy', 'LabelSmoothingLoss', 'chunked_label_smoothed_cross_entropy',
+           'ChunkedLabelSmoothingLoss']
 
 # %% ../nbs/07_loss.ipynb #b2c4f455
 def smooth_targets(target: Tensor, # class indices (...)
@@ -73,3 +74,79 @@ class LabelSmoothingLoss(nn.Module):
         return loss_sum, torch.as_tensor(n_tokens, device=target.device)
 
     def extra_repr(self) -> str: return f"label_smoothing={self.label_smoothing}, pad_idx={self.pad_idx}"
+
+# %% ../nbs/07_loss.ipynb #02afe2d6
+class _ChunkedGeneratorLoss(torch.autograd.Function):
+    "Generator projection + label-smoothed cross-entropy over row chunks; the gradients are computed on the way forward."
+    @staticmethod
+    def forward(ctx, h, weight, bias, target, eps, pad_idx, chunk_size, need_grad):
+        cdt = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
+        w, b = weight.to(cdt), None if bias is None else bias.to(cdt)  # cast once, as autocast would per matmul
+        loss = torch.zeros((), dtype=torch.float32, device=h.device)
+        grad_h = torch.empty_like(h) if need_grad else None  # (N, D)
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if need_grad else None  # (V, D)
+        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) if need_grad and bias is not None else None
+        for i in range(0, h.size(0), chunk_size):
+            h_c, y = h[i:i + chunk_size].to(cdt), target[i:i + chunk_size]  # (n, D), (n,)
+            logp = F.linear(h_c, w, b).float().log_softmax(-1)  # (n, V) fp32: the only (n, V) tensor alive
+            keep = torch.ones_like(y, dtype=torch.bool) if pad_idx is None else y != pad_idx  # (n,)
+            y = y.masked_fill(~keep, 0).long()[:, None]  # (n, 1); padding points at class 0, zeroed below
+            row = -logp.gather(1, y).squeeze(1)  # (n,): NLL
+            if eps > 0: row = (1 - eps) * row - eps * logp.mean(-1)  # (n,): + eps * uniform part
+            loss += row.masked_fill(~keep, 0.0).sum()
+            if not need_grad: continue
+            g = logp.exp_()  # (n, V): softmax p, written over log p
+            g.scatter_add_(1, y, torch.full(y.shape, eps - 1.0, device=g.device))  # p - (1 - eps) on the true class
+            g = g.sub_(eps / g.size(1)).mul_(keep[:, None]).to(cdt)  # (n, V): dL/dlogits = p - q, 0 at padding
+            grad_h[i:i + chunk_size] = g @ w  # (n, D)
+            grad_w += (g.t() @ h_c).float()  # (V, D)
+            if grad_b is not None: grad_b += g.float().sum(0)  # (V,)
+        ctx.save_for_backward(grad_h, grad_w, grad_b)
+        ctx.dtypes = (weight.dtype, None if bias is None else bias.dtype)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):  # the loss is linear in what came before: scale the stored gradients
+        grad_h, grad_w, grad_b = ctx.saved_tensors
+        return (grad_h * grad_loss.to(grad_h.dtype), (grad_w * grad_loss).to(ctx.dtypes[0]),
+                None if grad_b is None else (grad_b * grad_loss).to(ctx.dtypes[1]), None, None, None, None, None)
+
+def chunked_label_smoothed_cross_entropy(hidden: Tensor, # (B, T, D) decoder output, before the generator
+                                         generator: nn.Linear, # the pre-softmax projection D -> V
+                                         target: Tensor, # (B, T) class indices
+                                         label_smoothing: float = 0.1, # epsilon_ls
+                                         pad_idx: int | None = 0, # target id to ignore; None ignores nothing
+                                         chunk_size: int = 1024, # rows of (chunk_size, V) logits at a time
+                                        ) -> Tensor: # fp32 sum over the non-padding tokens
+    "`label_smoothed_cross_entropy(generator(hidden), target, reduction='sum')` without the whole (B, T, V) logits."
+    _check_smoothing(label_smoothing)
+    if chunk_size < 1: raise ValueError(f"chunk_size={chunk_size}: expected a positive number of rows")
+    if tuple(target.shape) != tuple(hidden.shape[:-1]):
+        raise ValueError(f"target has shape {tuple(target.shape)} but hidden has shape {tuple(hidden.shape)}; "
+                         "expected target shape == hidden.shape[:-1], e.g. (B, T) and (B, T, D)")
+    if target.is_floating_point() or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class indices, got dtype {target.dtype}")
+    w, b = generator.weight, generator.bias
+    need_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (hidden, w, b))
+    return _ChunkedGeneratorLoss.apply(hidden.flatten(0, -2), w, b, target.flatten(), label_smoothing, pad_idx,
+                                       chunk_size, need_grad)
+
+class ChunkedLabelSmoothingLoss(LabelSmoothingLoss):
+    "`LabelSmoothingLoss` of the generator's output, computed from the hidden states in row chunks: returns `(loss_sum, n_tokens)`."
+    def __init__(self, label_smoothing: float = 0.1, # epsilon_ls (the paper: 0.1)
+                 pad_idx: int | None = 0, # target id to ignore; None ignores nothing
+                 chunk_size: int = 1024): # rows per chunk: at most (chunk_size, V) fp32 logits exist at once
+        super().__init__(label_smoothing, pad_idx)
+        self.chunk_size = chunk_size
+
+    def forward(self, hidden: Tensor, # (B, T, D) decoder output
+                generator: nn.Linear, # the model's `generator` (D -> V)
+                target: Tensor, # (B, T)
+               ) -> tuple[Tensor, Tensor]: # fp32 sum of per-token losses, int64 count of non-pad tokens
+        loss_sum = chunked_label_smoothed_cross_entropy(hidden, generator, target, self.label_smoothing, self.pad_idx,
+                                                        self.chunk_size)
+        n_tokens = target.numel() if self.pad_idx is None else (target != self.pad_idx).sum()
+        return loss_sum, torch.as_tensor(n_tokens, device=target.device)
+
+    def extra_repr(self) -> str: return f"{super().extra_repr()}, chunk_size={self.chunk_size}"
+

@@ -12,7 +12,7 @@ from torch.optim import Adam
 from torch.optim.lr_scheduler import LambdaLR
 
 # %% auto #0
-__all__ = ['noam_lr', 'make_optimizer', 'make_scheduler', 'make_optimizer_and_scheduler']
+__all__ = ['ADAM_IMPLS', 'noam_lr', 'adam_impl', 'make_optimizer', 'make_scheduler', 'make_optimizer_and_scheduler']
 
 # %% ../nbs/06_optim.ipynb #657b3a4b
 def noam_lr(step: int, # optimizer step, counted from 1 as in the paper
@@ -31,14 +31,30 @@ def _check_schedule_args(d_model, warmup_steps, factor):
     if factor <= 0: raise ValueError(f"factor={factor}: expected a positive multiplier of the schedule")
 
 # %% ../nbs/06_optim.ipynb #ce9493f4
+ADAM_IMPLS = ("auto", "readable", "foreach", "fused")
+
+def adam_impl(impl: str, # "auto", "readable", "foreach" or "fused"
+              params: list) -> str: # the parameters (or parameter groups) the optimizer will update
+    "Which Adam implementation to use: 'auto' is fused when every parameter is on a GPU or the CPU, else foreach."
+    if impl not in ADAM_IMPLS: raise ValueError(f"impl={impl!r}: expected one of {', '.join(ADAM_IMPLS)}")
+    if impl != "auto": return impl
+    tensors = [t for p in params for t in (p["params"] if isinstance(p, dict) else [p])]
+    fusable = lambda t: t.device.type in ("cuda", "cpu") and t.is_floating_point()  # PyTorch's fused Adam runs on both
+    return "fused" if tensors and all(map(fusable, tensors)) else "foreach"
+
+_ADAM_FLAGS = dict(readable=dict(foreach=False, fused=False), foreach=dict(foreach=True, fused=False),
+                   fused=dict(foreach=False, fused=True))
+
 def make_optimizer(params: nn.Module | Iterable, # a model, or its parameters / parameter groups
                    betas: tuple[float, float] = (0.9, 0.98), # Adam beta1, beta2 (§5.3)
                    eps: float = 1e-9, # Adam epsilon (§5.3)
-                   **kwargs, # passed to `torch.optim.Adam` (e.g. `weight_decay`, `fused`)
+                   impl: str = "auto", # "readable" (a loop over parameters), "foreach", "fused", or "auto"
+                   **kwargs, # passed to `torch.optim.Adam` (e.g. `weight_decay`)
                   ) -> Adam:
     "Adam with the paper's betas and epsilon and base lr 1.0, so that the schedule's multiplier is the learning rate."
-    if isinstance(params, nn.Module): params = params.parameters()
-    return Adam(params, lr=1.0, betas=tuple(betas), eps=eps, **kwargs)
+    params = list(params.parameters() if isinstance(params, nn.Module) else params)
+    flags = _ADAM_FLAGS[adam_impl(impl, params)]
+    return Adam(params, lr=1.0, betas=tuple(betas), eps=eps, **{**flags, **kwargs})
 
 def _noam_lambda(last_epoch: int, d_model: int, warmup_steps: int, factor: float) -> float:
     return noam_lr(last_epoch + 1, d_model, warmup_steps, factor)  # LambdaLR counts from 0, the paper from 1
@@ -60,7 +76,8 @@ def make_scheduler(optimizer: torch.optim.Optimizer, # built by `make_optimizer`
 def make_optimizer_and_scheduler(model: nn.Module | Iterable, # a model, or its parameters
                                  d_model: int, # model width D (from `TransformerConfig`)
                                  cfg, # a `TrainConfig`: lr_factor, warmup_steps, betas, eps
+                                 impl: str = "auto", # Adam implementation (`make_optimizer`)
                                 ) -> tuple[Adam, LambdaLR]:
     "Adam and the schedule of equation (3), with the settings of a `TrainConfig`."
-    opt = make_optimizer(model, betas=cfg.betas, eps=cfg.eps)
+    opt = make_optimizer(model, betas=cfg.betas, eps=cfg.eps, impl=impl)
     return opt, make_scheduler(opt, d_model, cfg.warmup_steps, cfg.lr_factor)

@@ -16,13 +16,13 @@ from .config import TrainConfig, TransformerConfig, config_from_dict
 from .model import make_model, Transformer
 from .translate import build_model
 from .optim import make_optimizer_and_scheduler
-from .loss import LabelSmoothingLoss
+from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 
 # %% auto #0
 __all__ = ['CKPT_RE', 'TrainerConfig', 'resolve_device', 'autocast_for', 'BatchStream', 'TrainingError', 'seed_everything',
            'check_ranks_agree', 'check_writable', 'list_checkpoints', 'save_checkpoint', 'latest_checkpoint',
-           'load_checkpoint', 'model_from_checkpoint', 'get_rng_state', 'set_rng_state', 'Trainer', 'read_metrics',
-           'plot_metrics', 'average_checkpoints', 'average_last']
+           'load_checkpoint', 'model_from_checkpoint', 'get_rng_state', 'set_rng_state', 'HiddenStates', 'Trainer',
+           'max_tokens_for_memory', 'read_metrics', 'plot_metrics', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/09_train.ipynb #ff08cd0d
 @dataclass
@@ -203,6 +203,16 @@ def set_rng_state(s: dict):
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
 
 # %% ../nbs/09_train.ipynb #1c95f6fc
+class HiddenStates(nn.Module):
+    "A model up to its generator: `forward` returns the decoder's hidden states (B, T, D), for the chunked loss."
+    def __init__(self, model: nn.Module): # a `Transformer` (or any model with `encode`, `decode` and `generator`)
+        super().__init__()
+        self.model = model
+
+    def forward(self, src, tgt, src_key_padding_mask=None, tgt_key_padding_mask=None):
+        memory = self.model.encode(src, src_key_padding_mask)  # (B, S, D)
+        return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
+
 class Trainer:
     "Trains a `Transformer`: accumulation, mixed precision, DDP, metrics, checkpoints and resume."
     def __init__(self, model: Transformer, # built by `make_model` (its `cfg` is stored in checkpoints)
@@ -211,7 +221,9 @@ class Trainer:
                  val_loader=None, # iterable of `Batch`es for validation (None: no validation)
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (e.g. the data settings)
+                 loss: str = "chunked", # "chunked": `ChunkedLabelSmoothingLoss`; "readable": `LabelSmoothingLoss` on the logits
                 ):
+        if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
         self.cfg, self.rank, self.world_size = cfg, *_world()
         self.is_main = self.rank == 0
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
@@ -238,9 +250,12 @@ class Trainer:
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
         if cfg.resume: self.resume()
+        self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
+        self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if loss == "chunked" else None
+        net = HiddenStates(self.model) if loss == "chunked" else self.model
         if self.world_size > 1:
-            self.ddp = DDP(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        self.forward = self.ddp if self.world_size > 1 else self.model
+            self.ddp = DDP(net, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.forward = self.ddp if self.world_size > 1 else net
         if cfg.compile: self.forward = torch.compile(self.forward)
 
     @property
@@ -262,9 +277,10 @@ def _train_step(self: Trainer, batches: list) -> dict:
         batch = batch.to(self.device, non_blocking=True)
         sync = k == len(batches) - 1 or self.world_size == 1
         with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
-            with self.autocast:
-                logits = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-            s, _ = self.criterion(logits, batch.tgt_out)  # fp32 sum over the micro-batch's target tokens
+            with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
+                out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
+                s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
+                        else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
             self.scaler.scale(s * (self.world_size / n_total)).backward()
         loss_sum += s.detach().double()
     stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
@@ -397,6 +413,44 @@ def _fit(self: Trainer) -> dict:
     return dict(last, step=self.step, checkpoint=str(self.last_checkpoint))
 
 Trainer._log, Trainer.fit = _log, _fit
+
+# %% ../nbs/09_train.ipynb #961208a7
+def max_tokens_for_memory(model: nn.Module, # the model to train, already on its device
+                          max_tokens: int, # the configured budget: returned as is on a CPU
+                          precision: str = "bf16", # autocast of the trial steps ("fp32", "bf16", "fp16")
+                          fraction: float = 0.8, # of the GPU's total memory the peak may use
+                          seq_len: int = 128, # source and target length of the trial sentences
+                          start: int = 4096, # first budget tried; doubled while it fits
+                          limit: int = 1 << 20, # largest budget tried
+                         ) -> int: # tokens per micro-batch (each side, padding included)
+    "The largest power-of-two multiple of `start` tokens whose training step fits in `fraction` of the GPU's memory; `max_tokens` on a CPU."
+    device = next(model.parameters()).device
+    if device.type != "cuda": return max_tokens
+    if not 0 < fraction <= 1: raise ValueError(f"fraction={fraction}: expected a value in (0, 1]")
+    total = torch.cuda.get_device_properties(device).total_memory
+    adam = 2 * sum(p.numel() * 4 for p in model.parameters())  # exp_avg and exp_avg_sq, fp32
+    crit, net, cfg = ChunkedLabelSmoothingLoss(0.1, model.cfg.pad_idx), HiddenStates(model), model.cfg
+    best, tokens, was_training = None, start, model.training
+    model.train()
+    while tokens <= limit:
+        B = max(1, tokens // seq_len)
+        try:
+            torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(device)
+            src = torch.randint(3, cfg.src_vocab_size, (B, seq_len), device=device)  # (B, S)
+            tgt = torch.randint(3, cfg.tgt_vocab_size, (B, seq_len + 1), device=device)  # (B, T+1)
+            with autocast_for(device, precision):
+                s, n = crit(net(src, tgt[:, :-1]), model.generator, tgt[:, 1:])
+            (s / n).backward(); torch.cuda.synchronize(device)
+            peak = torch.cuda.max_memory_allocated(device) + adam
+        except torch.OutOfMemoryError: peak = float("inf")
+        finally:
+            model.zero_grad(set_to_none=True); src = tgt = s = n = None; torch.cuda.empty_cache()
+        if peak > fraction * total: break
+        best, tokens = tokens, tokens * 2
+    model.train(was_training)
+    if best is None: raise TrainingError(f"a micro-batch of {start} tokens does not fit in {fraction:.0%} of the GPU's "
+                                         f"{total / 2**30:.1f} GiB; lower start or seq_len")
+    return best
 
 # %% ../nbs/09_train.ipynb #447e0d15
 def read_metrics(path: str | Path) -> list[dict]:

@@ -2,7 +2,13 @@
 import json, math, pytest, torch
 from annotated_transformer.bench import (TorchReference, copy_to_reference, bench_config, random_batch, train_flops,
                                          bench_attention, set_fused, make_train_step, time_interleaved, main,
-                                         peak_tflops, bench_mfu, bench_memory, BENCHMARKS)
+                                         peak_tflops, bench_mfu, bench_memory, BENCHMARKS, bench_main, bench_compile,
+                                         bench_loss, bench_adam, bench_decode, matmul_tflops, cpu_flags, ratio_rows,
+                                         DEFAULT_BENCHMARKS)
+from annotated_transformer.decode import greedy_decode, beam_search
+from annotated_transformer.attention import padding_mask
+import subprocess, sys
+from pathlib import Path
 from annotated_transformer.model import make_model, count_parameters
 from annotated_transformer.attention import MultiHeadAttention
 
@@ -96,8 +102,8 @@ def test_memory_in_fresh_processes():
 
 def test_cli_writes_json(tmp_path):
     out = tmp_path / "b.json"
-    res = main(["--presets", "tiny", "--reps", "1", "--benchmarks", "train,infer,attention,decode,seqlen,batching",
-                "--seqlens", "8,16", "--scaling-tokens", "64", "--data-dir", str(tmp_path / "none"), "--out", str(out)])
+    res = bench_main(["--presets", "tiny", "--reps", "1", "--benchmarks", "train,infer,attention,decode,seqlen,batching",
+                      "--seqlens", "8,16", "--scaling-tokens", "64", "--data-dir", str(tmp_path / "none"), "--out", str(out)])
     d = json.loads(out.read_text())
     assert d == json.loads(json.dumps(res))
     s = d["settings"]
@@ -114,10 +120,19 @@ def test_cli_writes_json(tmp_path):
     assert r["batching"]["lengths"].startswith("seeded random")  # the data dir does not exist
 
 
-def test_cli_rejects_bad_arguments(tmp_path):
-    with pytest.raises(ValueError, match="unknown benchmarks"): main(["--presets", "tiny", "--benchmarks", "speed"])
-    with pytest.raises(ValueError, match="expected one of"): main(["--presets", "huge"])
-    with pytest.raises(SystemExit): main(["--presets", "tiny", "--seqlens", "a,b"])
+@pytest.mark.parametrize("args,message", [
+    (["--benchmarks", "speed"], "unknown benchmarks"), (["--presets", "huge"], "expected one of"),
+    (["--seqlens", "a,b"], "expected comma-separated integers"), (["--reps", "0"], "'0': expected a positive integer"),
+    (["--reps", "-3"], "'-3': expected a positive integer"), (["--reps", "NaN"], "'NaN' is not a positive integer"),
+    (["--warmup", "-1"], "non-negative"), (["--peak-tflops", "nan"], "expected a positive number"),
+    (["--peak-tflops", "0"], "expected a positive number"), (["--decode-batches", "0,64"], "positive integers"),
+    (["--device", "tpu9"], "expected cpu, cuda or cuda:N")])
+def test_cli_rejects_bad_arguments(args, message, capsys):
+    with pytest.raises(SystemExit) as e: main(["--presets", "tiny", *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("at-bench: error:")  # one line names the problem
 
 
 def test_mfu_needs_cuda():
@@ -134,3 +149,95 @@ def test_mfu_on_cuda():
 def test_memory_on_cuda():
     m = bench_memory(bench_config("tiny"), 4, 8, device="cuda")
     assert m["kind"] == "max_allocated" and m["ours"]["peak_mb"] > 0
+
+
+
+def test_console_script_exits_0_and_prints_on_stdout(tmp_path):
+    "The `at-bench` entry point (sys.exit(main())) exits 0 and prints its table on stdout, not a dict on stderr."
+    out = tmp_path / "b.json"
+    code = "import sys; from annotated_transformer.bench import main; sys.exit(main())"
+    repo = str(Path(__file__).resolve().parents[1])
+    p = subprocess.run([sys.executable, "-c", code, "--presets", "tiny", "--reps", "1", "--benchmarks", "train,adam",
+                        "--out", str(out)], capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": repo})
+    assert p.returncode == 0, p.stderr
+    assert "train fp32 tokens/s" in p.stdout and f"wrote {out}" in p.stdout
+    assert "{'settings'" not in p.stderr and out.is_file()
+    p = subprocess.run([sys.executable, "-c", code, "--reps", "0"], capture_output=True, text=True,
+                       env={**__import__("os").environ, "PYTHONPATH": repo})
+    assert p.returncode == 2 and "--reps" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_default_benchmarks_leave_compile_to_the_flag():
+    assert "compile" in BENCHMARKS and "compile" not in DEFAULT_BENCHMARKS
+
+
+@pytest.mark.parametrize("which", ["ours", "torch"])
+def test_train_step_recipes_give_the_same_update(which):
+    "The chunked loss and fused/foreach Adam change no number: one step of each recipe gives the same weights."
+    cfg = bench_config("tiny"); cfg.dropout = 0.0
+    b = random_batch(cfg, 4, 7)
+    out = []
+    for recipe in (dict(), dict(loss="chunked"), dict(loss="chunked", adam="foreach"), dict(loss="chunked", adam="fused")):
+        torch.manual_seed(0); model = make_model(cfg) if which == "ours" else TorchReference(cfg)
+        make_train_step(model, b, lr=1e-3, eps=1e-3, **recipe)()  # eps: Adam's first update is ~lr * sign(g) with 1e-9
+        out.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    for o in out[1:]: torch.testing.assert_close(o, out[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="loss='fused'"): make_train_step(model, b, loss="fused")
+
+
+def test_loss_and_adam_benchmarks():
+    cfg = bench_config("tiny"); b = random_batch(cfg, 4, 7)
+    l = bench_loss(cfg, b, reps=1, warmup=0)
+    assert l["ratio"] == pytest.approx(l["readable_step_s"] / l["chunked_step_s"])
+    a = bench_adam(cfg, reps=1, warmup=0)
+    assert set(a["step_s"]) == {"readable", "foreach", "fused"} and a["n_tensors"] > 10
+
+
+def test_static_cache_decodes_the_same_hypotheses():
+    "The decode rewrite (StaticKVCache) against the readable cache: greedy and beam search, padded sources."
+    for norm_first in (False, True):
+        cfg = bench_config("tiny"); cfg.norm_first = norm_first; cfg.dropout = 0.0
+        torch.manual_seed(1); model = make_model(cfg).eval()
+        src = torch.randint(3, cfg.src_vocab_size, (7, 10)); src[:, -1] = 2; src[::3, 6:] = 0; src[::3, 5] = 2
+        kpm = padding_mask(src, 0)
+        assert torch.equal(greedy_decode(model, src, kpm, max_len_b=8, static_cache=True), greedy_decode(model, src, kpm, max_len_b=8))
+        a = beam_search(model, src, kpm, beam_size=4, n_best=4, max_len_b=8)
+        b = beam_search(model, src, kpm, beam_size=4, n_best=4, max_len_b=8, static_cache=True)
+        assert [[h.tokens for h in x] for x in a] == [[h.tokens for h in x] for x in b]
+        for x, y in zip(a, b):
+            for h, g in zip(x, y): assert h.score == pytest.approx(g.score, abs=1e-5)
+    r = bench_decode(cfg, src_len=6, n_sentences=3, reps=1)
+    assert r["same_hypotheses"] and r["static_vs_cache"] == pytest.approx(r["static_cache_sent_per_s"] / r["cache_sent_per_s"])
+
+
+def test_memory_reports_the_fast_path_per_token():
+    m = bench_memory(bench_config("tiny"), 4, 8)
+    assert set(("ours", "ours_fast", "torch")) <= set(m) and m["tokens"] > 0
+    for k in ("ours", "ours_fast", "torch"): assert m[k]["mb_per_token"] == pytest.approx(m[k]["peak_mb"] / m["tokens"])
+    assert m["fast_ratio"] == pytest.approx(m["ours_fast"]["peak_mb"] / m["torch"]["peak_mb"])
+
+
+def test_cpu_flags_and_matmul_peak():
+    f = cpu_flags()
+    assert "model" in f and all(isinstance(f[k], bool) for k in ("amx_bf16", "avx512_bf16"))
+    assert matmul_tflops(n=128, reps=1) > 0
+
+
+@pytest.mark.slow
+def test_compile_benchmark_rows():
+    "All five variants (eager/compiled, ours/nn.Transformer, ours' fast path) run and the ratios are their quotients."
+    cfg = bench_config("tiny"); b = random_batch(cfg, 4, 6)
+    r = bench_compile(cfg, b, reps=1, warmup=1, peak=1.0)
+    tok = {k: r[k]["tok_per_s"] for k in ("ours_eager", "ours_compiled", "torch_eager", "torch_compiled", "ours_fast")}
+    assert r["compiled_ratio"] == pytest.approx(tok["ours_compiled"] / tok["torch_compiled"])
+    assert r["fast_ratio"] == pytest.approx(tok["ours_fast"] / tok["torch_compiled"])
+    assert r["ours_eager"]["mfu"] == pytest.approx(r["ours_eager"]["tflops"])
+    rows = ratio_rows(dict(results=dict(tiny=dict(compile=r))))
+    assert any("both compiled" in x["what"] for x in rows)
+
+
+@pytest.mark.cuda
+def test_compile_benchmark_on_cuda():
+    cfg = bench_config("tiny"); b = random_batch(cfg, 8, 16, device="cuda")
+    r = bench_compile(cfg, b, "bf16", reps=2, warmup=1, device="cuda", peak=100.0)
+    assert r["ours_fast"]["mfu"] > 0

@@ -6,9 +6,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from annotated_transformer.config import TrainConfig
-from annotated_transformer.loss import LabelSmoothingLoss, label_smoothed_cross_entropy, smooth_targets
-from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr
+from annotated_transformer.config import TrainConfig, TransformerConfig
+from annotated_transformer.model import make_model
+from annotated_transformer.loss import (LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy,
+                                        chunked_label_smoothed_cross_entropy, smooth_targets)
+from annotated_transformer.optim import (make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl,
+                                         ADAM_IMPLS)
 
 
 def equation_3(step, d_model, warmup):  # the paper's formula, typed in independently of noam_lr
@@ -216,3 +219,156 @@ def test_label_smoothing_out_of_range(eps):
         label_smoothed_cross_entropy(torch.randn(2, 3, 5), torch.ones(2, 3, dtype=torch.long), eps)
     with pytest.raises(ValueError, match="label_smoothing="):
         smooth_targets(torch.ones(3, dtype=torch.long), 5, eps)
+
+
+# ---------------------------------------------------------------- Adam implementations
+
+def adam_by_hand(start, grads_per_step, lr, betas=(0.9, 0.98), eps=1e-9):
+    "Adam written out, one parameter at a time, independently of torch.optim."
+    params = [p.detach().clone().double() for p in start]
+    m = [torch.zeros_like(p) for p in params]; v = [torch.zeros_like(p) for p in params]
+    for k, grads in enumerate(grads_per_step, start=1):
+        for i, g in enumerate(grads):
+            g = g.double()
+            m[i] = betas[0] * m[i] + (1 - betas[0]) * g
+            v[i] = betas[1] * v[i] + (1 - betas[1]) * g * g
+            params[i] -= lr * (m[i] / (1 - betas[0] ** k)) / ((v[i] / (1 - betas[1] ** k)).sqrt() + eps)
+    return params
+
+
+@pytest.mark.parametrize("impl", ["readable", "foreach", "fused", "auto"])
+def test_adam_implementations_match_the_update_written_out(impl):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(7, 6), nn.ReLU(), nn.Linear(6, 4), nn.LayerNorm(4))
+    start = [p.detach().clone() for p in net.parameters()]
+    grads = [[torch.randn_like(p) * 10 ** (s - 2) for p in start] for s in range(4)]  # gradients of several scales
+    opt = make_optimizer(net, impl=impl)
+    assert opt.defaults["lr"] == 1.0 and opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
+    for g in opt.param_groups: g["lr"] = 1e-2
+    for step_grads in grads:
+        for p, g in zip(net.parameters(), step_grads): p.grad = g.clone()
+        opt.step()
+    for p, e in zip(net.parameters(), adam_by_hand(start, grads, 1e-2)):
+        torch.testing.assert_close(p.detach().double(), e, rtol=0, atol=1e-6)
+    assert not torch.equal(start[0], next(net.parameters()))
+
+
+def test_adam_implementations_agree_on_a_transformer_with_the_schedule():
+    "Five steps of the real training loop with each implementation give the same parameters."
+    # with eps=1e-9, Adam's update of an entry whose gradient is ~1e-12 is about lr * sign(g): rounding noise in the
+    # fused kernel flips such signs. eps=1e-3 makes the update a smooth function of the gradient (as in test_train).
+    cfg = TransformerConfig.tiny(dropout=0.0)
+    src = torch.randint(3, cfg.src_vocab_size, (4, 6)); tgt = torch.randint(3, cfg.tgt_vocab_size, (4, 6))
+    out = {}
+    for impl in ("readable", "foreach", "fused"):
+        torch.manual_seed(0); model = make_model(cfg)
+        opt, sched = make_optimizer_and_scheduler(model, cfg.d_model, TrainConfig(warmup_steps=3, eps=1e-3), impl=impl)
+        for _ in range(5):
+            s, n = LabelSmoothingLoss(0.1, 0)(model(src, tgt[:, :-1]), tgt[:, 1:]); (s / n).backward()
+            opt.step(); opt.zero_grad(); sched.step()
+        out[impl] = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.testing.assert_close(out["foreach"], out["readable"], rtol=0, atol=1e-5)
+    torch.testing.assert_close(out["fused"], out["readable"], rtol=0, atol=1e-5)
+
+
+def test_adam_impl_choice_and_bad_name():
+    lin = nn.Linear(2, 2)
+    assert adam_impl("auto", list(lin.parameters())) == "fused"  # PyTorch's fused Adam runs on the CPU too
+    assert adam_impl("auto", [torch.zeros(2, dtype=torch.long)]) == "foreach"  # no fused kernel for integer tensors
+    assert make_optimizer(lin, impl="readable").defaults["foreach"] is False
+    assert make_optimizer(lin, impl="fused").defaults["fused"] is True
+    assert set(ADAM_IMPLS) == {"auto", "readable", "foreach", "fused"}
+    with pytest.raises(ValueError, match="impl='adamw'"): make_optimizer(lin, impl="adamw")
+
+
+@pytest.mark.cuda
+def test_adam_auto_is_fused_on_cuda():
+    lin = nn.Linear(2, 2).cuda()
+    assert adam_impl("auto", list(lin.parameters())) == "fused"
+    assert make_optimizer(lin).defaults["fused"] is True
+
+
+# ---------------------------------------------------------------- chunked loss
+
+def hidden_batch(B=5, T=9, D=12, V=23, pad_idx=0, seed=0, bias=True):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    gen = nn.Linear(D, V, bias=bias)
+    h = torch.randn(B, T, D, generator=g) * 2
+    _, tgt = random_batch(B, T, V, pad_idx=pad_idx, seed=seed)
+    return h, gen, tgt
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.6])
+@pytest.mark.parametrize("pad_idx", [0, 4, None])
+@pytest.mark.parametrize("chunk_size", [1, 7, 1024])
+@pytest.mark.parametrize("bias", [False, True])
+def test_chunked_loss_and_gradients_equal_torch_cross_entropy(eps, pad_idx, chunk_size, bias):
+    h, gen, tgt = hidden_batch(pad_idx=0 if pad_idx is None else pad_idx, seed=int(eps * 10) + (pad_idx or 0), bias=bias)
+    V = gen.out_features
+    params = [gen.weight] + ([gen.bias] if bias else [])
+
+    def run(fn):
+        x = h.clone().requires_grad_(); gen.zero_grad()
+        loss = fn(x); loss.backward()
+        return loss.detach(), [x.grad] + [p.grad.clone() for p in params]
+
+    ref_loss, ref_grads = run(lambda x: F.cross_entropy(gen(x).view(-1, V), tgt.view(-1), label_smoothing=eps,
+                                                         ignore_index=-100 if pad_idx is None else pad_idx, reduction="sum"))
+    crit = ChunkedLabelSmoothingLoss(eps, pad_idx, chunk_size=chunk_size)
+    loss, grads = run(lambda x: crit(x, gen, tgt)[0])
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-6, atol=1e-4)
+    for a, b in zip(grads, ref_grads): torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    n = crit(h, gen, tgt)[1]
+    assert n.item() == (tgt.numel() if pad_idx is None else int((tgt != pad_idx).sum()))
+    if pad_idx is not None:  # padding rows get exactly zero gradient
+        assert (tgt == pad_idx).any() and grads[0][tgt == pad_idx].abs().max().item() == 0.0
+
+
+def test_chunked_loss_equals_readable_loss_with_a_scaled_backward():
+    "The trainer backpropagates loss_sum * world_size / n_total: the stored gradients must be scaled by it."
+    h, gen, tgt = hidden_batch(seed=7)
+    x1, x2 = h.clone().requires_grad_(), h.clone().requires_grad_()
+    s1, n1 = LabelSmoothingLoss(0.1, 0)(gen(x1), tgt); (s1 * 0.37 / n1).backward()
+    g1 = (x1.grad, gen.weight.grad.clone(), gen.bias.grad.clone()); gen.zero_grad()
+    s2, n2 = ChunkedLabelSmoothingLoss(0.1, 0, chunk_size=4)(x2, gen, tgt); (s2 * 0.37 / n2).backward()
+    torch.testing.assert_close(s2, s1.detach(), rtol=1e-6, atol=1e-5)
+    for a, b in zip((x2.grad, gen.weight.grad, gen.bias.grad), g1): torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_chunked_loss_under_bf16_autocast_and_without_grad():
+    h, gen, tgt = hidden_batch(seed=3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        a, _ = ChunkedLabelSmoothingLoss(0.1, 0, chunk_size=8)(h, gen, tgt)
+        b, _ = LabelSmoothingLoss(0.1, 0)(gen(h), tgt)
+    assert a.dtype == torch.float32
+    torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-3)
+    with torch.no_grad(): c = chunked_label_smoothed_cross_entropy(h, gen, tgt, 0.1, 0)
+    assert not c.requires_grad
+    torch.testing.assert_close(c, label_smoothed_cross_entropy(gen(h), tgt, 0.1, 0, reduction="sum").detach())
+
+
+def test_chunked_loss_tied_weights_get_the_summed_gradient():
+    "With the generator tied to an embedding, the weight's gradient is the embedding's plus the generator's."
+    torch.manual_seed(0)
+    cfg = TransformerConfig.tiny(dropout=0.0)
+    src = torch.randint(3, 16, (3, 5)); tgt = torch.randint(3, 16, (3, 6)); tgt[0, 4:] = 0
+    grads = []
+    for chunked in (False, True):
+        torch.manual_seed(0); model = make_model(cfg)
+        h = model.decode(tgt[:, :-1], model.encode(src))
+        s, n = (ChunkedLabelSmoothingLoss(0.1, 0, 3)(h, model.generator, tgt[:, 1:]) if chunked
+                else LabelSmoothingLoss(0.1, 0)(model.generator(h), tgt[:, 1:]))
+        (s / n).backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert model.generator.weight is model.src_embed.lut.weight
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-7)
+
+
+def test_chunked_loss_bad_input():
+    h, gen, tgt = hidden_batch()
+    with pytest.raises(ValueError, match="chunk_size=0"): ChunkedLabelSmoothingLoss(0.1, 0, 0)(h, gen, tgt)
+    with pytest.raises(ValueError, match=r"target has shape \(5, 8\) but hidden has shape \(5, 9, 12\)"):
+        ChunkedLabelSmoothingLoss(0.1, 0)(h, gen, tgt[:, :8])
+    with pytest.raises(TypeError, match="integer class indices"): ChunkedLabelSmoothingLoss(0.1, 0)(h, gen, tgt.float())
+    with pytest.raises(ValueError, match="label_smoothing="): ChunkedLabelSmoothingLoss(1.0, 0)

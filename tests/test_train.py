@@ -222,3 +222,72 @@ def test_cli_copy_short_run_and_resume(tmp_path, capsys):
     assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
     assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
     assert model_from_checkpoint(tmp_path).cfg.src_vocab_size == 11
+
+
+# ---------------------------------------------------------------- fast paths: chunked loss, compile, memory sizing
+
+def losses_of(trainer, batches):
+    return [trainer.train_step([b])["loss"] for b in batches]
+
+
+def test_chunked_and_readable_loss_train_identically(tmp_path):
+    "The trainer's default chunked loss gives the losses and weights of the readable loss on the logits (fp32)."
+    batches = [collate(PAIRS[i:i + 6]) for i in range(0, 30, 6)]
+    out = {}
+    for loss in ("readable", "chunked"):
+        seed_everything(0)
+        model = make_model(TransformerConfig.tiny(dropout=0.0, label_smoothing=0.1))
+        cfg = TrainerConfig(max_steps=6, warmup_steps=4, max_tokens=40, device="cpu", run_dir=str(tmp_path / loss),
+                            progress=False, save_every=0, eval_every=0, eps=1e-3)  # eps: see the accumulation test
+        tr = Trainer(model, cfg, make_loader(PAIRS, max_tokens=40, seed=0), loss=loss)
+        assert (tr.chunked_criterion is None) == (loss == "readable")
+        out[loss] = (losses_of(tr, batches), params(tr.model))
+    assert out["chunked"][0] == pytest.approx(out["readable"][0], rel=1e-6)
+    torch.testing.assert_close(out["chunked"][1], out["readable"][1], rtol=1e-5, atol=1e-6)
+
+
+def test_trainer_rejects_unknown_loss(tmp_path):
+    with pytest.raises(ValueError, match="loss='fused'"):
+        Trainer(make_model(TransformerConfig.tiny()), TrainerConfig(device="cpu", run_dir=str(tmp_path)),
+                make_loader(PAIRS, max_tokens=40), loss="fused")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", ["chunked", "readable"])
+def test_compiled_steps_give_the_losses_of_eager_steps(tmp_path, loss):
+    "TrainerConfig.compile (at-train --compile): torch.compile (inductor) of the forward pass, same losses as eager in fp32."
+    batches = [collate(PAIRS[i:i + 8]) for i in range(0, 24, 8)]
+    out = {}
+    for compile in (False, True):
+        tr = make_trainer(tmp_path / f"{compile}", compile=compile, eps=1e-3)
+        tr.loss = loss
+        tr.chunked_criterion = tr.chunked_criterion if loss == "chunked" else None
+        if loss == "readable": tr.forward = torch.compile(tr.model) if compile else tr.model
+        out[compile] = (losses_of(tr, batches), params(tr.model))
+    assert out[True][0] == pytest.approx(out[False][0], rel=1e-5)
+    torch.testing.assert_close(out[True][1], out[False][1], rtol=1e-4, atol=1e-5)
+
+
+def test_max_tokens_for_memory_is_the_configured_budget_on_cpu():
+    assert T.max_tokens_for_memory(make_model(TransformerConfig.tiny()), max_tokens=1234) == 1234
+
+
+@pytest.mark.cuda
+def test_max_tokens_for_memory_on_cuda():
+    model = make_model(TransformerConfig.tiny(src_vocab_size=500, tgt_vocab_size=500)).cuda()
+    small = T.max_tokens_for_memory(model, 4096, fraction=0.02, start=512, limit=1 << 18)
+    large = T.max_tokens_for_memory(model, 4096, fraction=0.2, start=512, limit=1 << 18)
+    assert 512 <= small <= large and small & (small - 1) == 0
+    assert all(p.grad is None for p in model.parameters())  # the trial steps leave no gradients behind
+
+
+@pytest.mark.slow
+def test_cli_compile_flag_trains(tmp_path, capsys):
+    "`at-train copy --compile` (the Trainer's TrainerConfig.compile, generated from the field) trains end to end on the CPU."
+    from annotated_transformer.tasks import train_main, parse_args
+    assert parse_args(["copy", "--compile"])[1].compile is True
+    args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "2", "--copy_n", "200", "--n_valid", "20",
+            "--eval_every", "0", "--compile"]
+    assert train_main(args) == 0
+    ck = load_checkpoint(tmp_path)
+    assert ck["step"] == 2 and ck["train_config"]["compile"] is True
