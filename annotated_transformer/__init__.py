@@ -1,1 +1,40 @@
+"""annotated_transformer: "Attention Is All You Need", annotated. The names a user of the notebooks reaches for, at the root:
+
+    from annotated_transformer import TransformerConfig, make_model, Trainer, TrainerConfig, greedy_decode, beam_search
+
+Each name lives in the module of its notebook (`annotated_transformer.model` is nbs/04_model.ipynb, and so on) and is
+imported from there on first use, so `import annotated_transformer` stays cheap (no torch until a name is used).
+This file is written by hand: `nbdev_export` only rewrites its `__version__` line.
+"""
 __version__ = "0.1.0"
+
+_EXPORTS = {  # module -> the names it gives the package root (never a name that is also a module: `translate`)
+    "config": ["TransformerConfig", "TrainConfig"],
+    "attention": ["causal_mask", "padding_mask", "MultiHeadAttention"],
+    "layers": ["PositionwiseFeedForward", "EncoderLayer", "DecoderLayer"],
+    "embeddings": ["Embeddings", "PositionalEncoding"],
+    "model": ["Encoder", "Decoder", "Transformer", "make_model", "save_model", "load_model", "count_parameters"],
+    "data": ["SubwordTokenizer", "load_recipe", "download_multi30k", "default_data_dir", "copy_task_pairs", "encode_pairs"],
+    "batching": ["Batch", "collate", "make_loader"],
+    "optim": ["noam_lr", "make_optimizer", "make_scheduler"],
+    "loss": ["LabelSmoothingLoss"],
+    "decode": ["greedy_decode", "beam_search"],
+    "copy_task": ["train_copy", "copy_accuracy"],
+    "translate": ["bleu_scores"],
+    "train": ["Trainer", "TrainerConfig", "resolve_precision", "load_checkpoint", "model_from_checkpoint",
+              "average_checkpoints", "average_last", "read_metrics", "plot_metrics"],
+    "tasks": ["task_preset", "DataSpec"],
+    "rnn": ["RNNConfig", "make_rnn"],
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = list(_WHERE)
+
+def __getattr__(name: str):
+    "Import a root name from its module on first use (PEP 562)."
+    if name not in _WHERE: raise AttributeError(f"module 'annotated_transformer' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+def __dir__(): return sorted(list(globals()) + __all__)

@@ -34,7 +34,7 @@ def train_copy(cfg: TransformerConfig, # model config (vocabulary sizes set the 
                max_len: int = 10, # longest training sequence
                warmup_steps: int = 400, # warmup of equation (3)
                lr_factor: float = 1.0, # multiplies equation (3)
-               precision: str = "bf16", # "bf16" (autocast) or "fp32"
+               precision: str = "fp32", # "fp32", or "bf16" (autocast; fast only on CPUs with native bf16)
                seed: int = 0, # seeds initialization and data
                log_every: int = 100, # print the loss every this many steps (0: silent)
               ) -> tuple[Transformer, list[dict]]: # trained model, loss history
@@ -63,9 +63,11 @@ def train_copy(cfg: TransformerConfig, # model config (vocabulary sizes set the 
 # %% ../nbs/08a_copy_task.ipynb #3a1d92fd
 @torch.no_grad()
 def copy_accuracy(model: Transformer, n: int = 1000, # sequences to evaluate
-                  max_len: int = 10, seed: int = 10_000_019) -> tuple[float, Batch, Tensor]: # exact-match rate, batch, outputs
-    "Share of fresh random sequences that greedy decoding copies exactly (EOS included)."
-    batch = copy_batch(n, model.cfg.src_vocab_size, max_len, seed=seed)
+                  max_len: int = 10, seed: int = 10_000_019,
+                  device=None) -> tuple[float, Batch, Tensor]: # exact-match rate, batch, outputs
+    "Share of fresh random sequences that greedy decoding copies exactly (EOS included), on `device` (default: the model's)."
+    device = device or next(model.parameters()).device
+    batch = copy_batch(n, model.cfg.src_vocab_size, max_len, seed=seed).to(device)
     out = greedy_decode(model.eval(), batch.src, batch.src_key_padding_mask, max_len_b=5)  # (n, L)
     T = max(out.size(1), batch.tgt_out.size(1))
     pad = lambda x: torch.nn.functional.pad(x, (0, T - x.size(1)), value=model.cfg.pad_idx)

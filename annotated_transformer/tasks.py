@@ -4,8 +4,8 @@
 
 # %% ../nbs/10a_tasks.ipynb #dcfb504a
 from __future__ import annotations
-import argparse, sys, typing
-from dataclasses import dataclass, fields, replace, asdict
+import argparse, inspect, io, json, re, sys, textwrap, time, tokenize, typing
+from dataclasses import dataclass, fields, replace, asdict, is_dataclass
 from pathlib import Path
 import torch
 import torch.distributed as dist
@@ -13,6 +13,7 @@ from .config import TransformerConfig
 from .model import make_model, count_parameters
 from .data import load_recipe, copy_task_pairs, encode_pairs, SubwordTokenizer
 from .batching import make_loader
+from .copy_task import copy_config, copy_accuracy
 from .decode import greedy_decode
 from .train import Trainer, TrainerConfig, TrainingError, seed_everything, latest_checkpoint, load_checkpoint
 from .distributed import init_distributed, cleanup_distributed
@@ -20,8 +21,9 @@ from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .translate import build_model
 
 # %% auto #0
-__all__ = ['TASKS', 'TASK_MODULES', 'DataSpec', 'register_task', 'task_preset', 'ModelSpec', 'model_config', 'build_parser',
-           'parse_args', 'build_data', 'copy_accuracy', 'train_main', 'main']
+__all__ = ['TASKS', 'TASK_DESCRIPTIONS', 'TASK_MODULES', 'CHOICES', 'DataSpec', 'register_task', 'task_description',
+           'task_preset', 'ModelSpec', 'model_config', 'field_help', 'build_parser', 'find_task', 'parse_args',
+           'build_data', 'train_main', 'main']
 
 # %% ../nbs/10a_tasks.ipynb #0c5e2941
 @dataclass
@@ -30,24 +32,24 @@ class DataSpec:
     recipe: str = "copy"  # a recipe of `load_recipe`: copy, multi30k, iwslt14, wmt14
     valid_split: str = "val"  # the recipe's validation split
     vocab_size: int = 8000  # shared BPE vocabulary (ignored by the copy task, whose ids are the symbols)
-    data_dir: str = ""  # data directory ('' = the default: ./shared/data or $AT_DATA_DIR)
+    data_dir: str = ""  # data directory ('' = $AT_DATA_DIR, else a shared/data beside the package or the working directory)
     download: bool = False  # multi30k: download when missing
     copy_n: int = 10000  # copy task: training pairs
-    copy_symbols: int = 11  # copy task: ids 3..copy_symbols-1 are the symbols
+    copy_symbols: int = 13  # copy task: ids 3..copy_symbols-1 are the symbols
     copy_max_len: int = 10  # copy task: longest sequence
     n_valid: int = 0  # keep at most this many validation pairs (0: all)
     src_lang: str = ""  # source language of the recipe ('' = the recipe's direction, e.g. de for multi30k)
     tgt_lang: str = ""  # target language ('' = the recipe's); swap both to train the reverse direction
 
 TASKS = {
-    "copy": lambda: (TransformerConfig.tiny(src_vocab_size=11, tgt_vocab_size=11),
-                     TrainerConfig(max_steps=1000, warmup_steps=200, max_tokens=800, eval_every=250, log_every=50,
-                                   save_every=500, keep_last=2, run_dir="runs/copy"),
-                     DataSpec("copy", n_valid=500)),
+    "copy": lambda: (copy_config(),  # 08a_copy_task's model: 2 layers, d_model 64, 10 symbols
+                     TrainerConfig(max_steps=2000, warmup_steps=400, max_tokens=800, eval_every=500, log_every=50,
+                                   save_every=1000, keep_last=2, run_dir="runs/copy"),
+                     DataSpec("copy", copy_symbols=13, n_valid=500)),
     "multi30k": lambda: (TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
                                            n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # 11_translation's run
                          TrainerConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
-                                       keep_last=10, precision="bf16", run_dir="runs/multi30k"),
+                                       keep_last=10, run_dir="runs/multi30k"),
                          DataSpec("multi30k", "val", 8000, download=True)),
     "iwslt14": lambda: (TransformerConfig.base(src_vocab_size=10000, tgt_vocab_size=10000, d_ff=1024, n_heads=4,
                                                dropout=0.3, max_len=256),
@@ -64,11 +66,27 @@ TASKS = {
                           DataSpec("wmt14", "newstest2013", 37000)),
 }
 
+TASK_DESCRIPTIONS = {  # one line each, for `at-train --help`
+    "copy": "copy random sequences: the first run after installing, about two minutes on a laptop CPU (08a_copy_task)",
+    "multi30k": "Multi30k German->English (--src-lang en --tgt-lang de for the reverse), the measured run of 11_translation",
+    "iwslt14": "IWSLT14 German->English with fairseq's transformer_iwslt_de_en settings (data not downloaded for you)",
+    "wmt14-base": "WMT14 English->German, the paper's base model (Table 3), 25000-token batches, for GPUs",
+    "wmt14-big": "WMT14 English->German, the paper's big model (Table 3), 300k steps, for GPUs",
+}
+
 TASK_MODULES: list[str] = ["parsing"]  # modules of this package that add tasks with `register_task` when imported
 
-def register_task(name: str, preset: typing.Callable[[], tuple]):
+def register_task(name: str, preset: typing.Callable[[], tuple], # returns fresh (model config, `TrainerConfig`, `DataSpec`)
+                  description: str = ""): # one line for `at-train --help` ('' : one is made from the preset)
     "Add a task: `preset()` returns fresh (model config, `TrainerConfig`, data spec) for `at-train NAME`."
     TASKS[name] = preset
+    if description or name not in TASK_DESCRIPTIONS: TASK_DESCRIPTIONS[name] = description
+
+def task_description(name: str) -> str:
+    "The one-line description of a task, or one made from its preset (data, layers, width, steps)."
+    if TASK_DESCRIPTIONS.get(name): return TASK_DESCRIPTIONS[name]
+    m, t, d = task_preset(name)
+    return f"{d.recipe} data, {m.n_layers} layers, d_model {m.d_model}, {t.max_steps} steps"
 
 def _load_task_modules():
     import importlib
@@ -99,41 +117,79 @@ def model_config(mcfg: TransformerConfig, spec: ModelSpec) -> TransformerConfig 
                      window=spec.rnn_window)
 
 # %% ../nbs/10a_tasks.ipynb #b96b3663
+def field_help(cls) -> dict[str, str]:
+    "The trailing `# comment` of each field of a dataclass (and of its dataclass bases), read from the source."
+    out = {}
+    for klass in reversed(cls.__mro__):
+        if not is_dataclass(klass): continue
+        try: source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError): continue  # no source (e.g. a class typed into a REPL): no help text
+        comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT}
+        for i, line in enumerate(source.splitlines(), 1):
+            m = re.match(r"\s+(\w+)\s*:", line)
+            if m and i in comments and m.group(1) in vars(klass).get("__annotations__", {}): out[m.group(1)] = comments[i]
+    return out
+
+CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
+
 def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
-    "One option per dataclass field, typed from its annotation, defaulting to the value in `obj`."
-    group = parser.add_argument_group(type(obj).__name__)
-    hints = typing.get_type_hints(type(obj))
+    "One option per dataclass field (`--max-steps`, alias `--max_steps`), typed from its annotation, help from its comment."
+    cls = type(obj)
+    group = parser.add_argument_group(f"{cls.__name__} options", (cls.__doc__ or "").strip())
+    hints, helps = typing.get_type_hints(cls), field_help(cls)
     for f in fields(obj):
         if f.name in seen: raise ValueError(f"field {f.name!r} appears in two config classes; options must be unique")
         seen.add(f.name)
         tp, default = hints[f.name], getattr(obj, f.name)
         args = typing.get_args(tp)
-        if tp is bool: group.add_argument(f"--{f.name}", action=argparse.BooleanOptionalAction, default=default)
-        elif typing.get_origin(tp) is tuple or tp is tuple:
-            group.add_argument(f"--{f.name}", type=float, nargs=len(default), default=default, metavar=f.name.upper())
+        kw = dict(dest=f.name, default=default, help=(f.metadata.get("help") or helps.get(f.name, f.name)).replace("%", "%%"))
+        if tp is bool: kw.update(action=argparse.BooleanOptionalAction)
+        elif typing.get_origin(tp) is tuple or tp is tuple: kw.update(type=float, nargs=len(default), metavar="FLOAT")
         else:
             base = next((a for a in args if a is not type(None)), tp)  # int | None -> int
             conv = (lambda s, base=base: None if s.lower() == "none" else base(s)) if type(None) in args else base
-            choices = dict(device=None, precision=("fp32", "bf16", "fp16"), model=("transformer", "rnn"), rnn_cell=CELLS,
-                           rnn_attention=ATTENTIONS).get(f.name)
-            group.add_argument(f"--{f.name}", type=conv, default=default, choices=choices, metavar=None if choices else base.__name__.upper())
+            choices = CHOICES.get(f.name)
+            kw.update(type=conv, choices=choices, metavar=None if choices else base.__name__.upper())
+        dashed = "--" + f.name.replace("_", "-")
+        group.add_argument(dashed, **kw)
+        if dashed != "--" + f.name:  # the field's own spelling, accepted and not listed
+            group.add_argument("--" + f.name, **kw).help = argparse.SUPPRESS
 
-def build_parser(task: str) -> argparse.ArgumentParser:
-    "The `at-train` parser with the defaults of `task`."
-    parser = argparse.ArgumentParser(prog="at-train", description="Train a Transformer (Attention Is All You Need).",
-                                     epilog="Distributed: torchrun --standalone --nproc_per_node=N -m annotated_transformer.tasks TASK ...")
-    parser.add_argument("task", choices=list(TASKS), help="preset: model, training and data settings")
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    "Keeps the task list's line breaks and shows every option's default."
+
+def build_parser(task: str = "copy", # whose preset gives the defaults
+                 find: bool = False, # only to find the task: no --help, any word as the task
+                ) -> argparse.ArgumentParser:
+    "The `at-train` parser: the tasks with one line each, every field an option with help and the defaults of `task`."
+    _load_task_modules()
+    listing = "\n".join(f"  {name:<11} {task_description(name)}" for name in TASKS)
+    parser = argparse.ArgumentParser(
+        prog="at-train", usage="at-train TASK [--option VALUE ...]", formatter_class=_HelpFormatter, add_help=not find,
+        description="Train a Transformer (Attention Is All You Need) on a task preset. Each option overrides one setting "
+                    f"of the preset.\n\ntasks:\n{listing}",
+        epilog=f"Defaults shown are those of the task {task!r}; `at-train TASK --help` shows another task's. Options take "
+               "dashes or underscores (--max-steps, --max_steps).\nDistributed: torchrun --standalone --nproc_per_node=N "
+               "-m annotated_transformer.tasks TASK ...")
+    if find: parser.add_argument("task", nargs="?")
+    else: parser.add_argument("task", choices=list(TASKS), metavar="TASK", help="one of the tasks above")
     seen = set()
     for obj in (*task_preset(task), ModelSpec()): _add_fields(parser, obj, seen)
     return parser
+
+def find_task(argv: list[str]) -> str | None:
+    "The task named in `argv`: the first word that is neither an option nor an option's value."
+    ns, _ = build_parser(find=True).parse_known_args(argv)
+    return ns.task
 
 def parse_args(argv: list[str] | None = None) -> tuple[TransformerConfig | RNNConfig, TrainerConfig, DataSpec]:
     "Configs of the task named in `argv`, with every `--field value` applied (an `RNNConfig` with `--model rnn`)."
     argv = list(sys.argv[1:] if argv is None else argv)
     _load_task_modules()
-    task = next((a for a in argv if not a.startswith("-")), None)
-    if task not in TASKS:  # let argparse print the usage and the choices
-        build_parser("copy").parse_args(argv if task is None else [task]); raise SystemExit(2)
+    task = find_task(argv)
+    if task not in TASKS:  # let argparse print the help, or the usage and the choices
+        build_parser().parse_args(argv if task is None else [task]); raise SystemExit(2)
     ns = vars(build_parser(task).parse_args(argv))
     out = []
     for obj in task_preset(task):
@@ -142,6 +198,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TransformerConfig | RNNCo
         out.append(type(obj)(**kw))
     out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return tuple(out)
+
 
 # %% ../nbs/10a_tasks.ipynb #59565fce
 def _barrier():
@@ -175,32 +232,33 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainerConfig, ran
     return train_loader, val_loader, tok
 
 # %% ../nbs/10a_tasks.ipynb #b2abe971
-@torch.no_grad()
-def copy_accuracy(model, n: int = 1000, symbols: int = 11, max_len: int = 10, seed: int = 12345, device="cpu"):
-    "Exact-match accuracy of greedy decoding on `n` fresh random copy-task sequences, and a few examples."
-    from annotated_transformer.batching import collate
-    pairs = copy_task_pairs(n, vocab_size=symbols, max_len=max_len, seed=seed)
-    b = collate(pairs).to(device)
-    out = greedy_decode(model.eval(), b.src, b.src_key_padding_mask, max_len_a=1.0, max_len_b=2)
-    hyps = [[t for t in row.tolist()[:row.tolist().index(2)]] if 2 in row.tolist() else row.tolist() for row in out]
-    correct = [h == s for h, (s, _) in zip(hyps, pairs)]
-    return sum(correct) / n, [(s, h) for (s, _), h in list(zip(pairs, hyps))[:3]]
-
-def _report(trainer, spec, tok, val_loader):
+def _report(trainer, spec, tok, val_loader) -> dict:
+    "Print a few outputs of the trained model; on the copy task, its exact-match accuracy on fresh sequences."
     model = trainer.model
     if spec.recipe == "copy":
-        acc, examples = copy_accuracy(model, symbols=spec.copy_symbols, max_len=spec.copy_max_len, device=trainer.device)
-        for s, h in examples: print(f"  src {s}\n  out {h}")
-        print(f"exact-match accuracy on 1000 fresh sequences: {acc:.1%}")
-        return dict(copy_accuracy=acc)
+        acc, batch, out = copy_accuracy(model, n=1000, max_len=spec.copy_max_len, device=trainer.device)
+        for s, o in zip(batch.src[:3].tolist(), out[:3].tolist()):
+            print(f"  src {[t for t in s if t > 2]}\n  out {[t for t in o if t > 2]}")
+        print(f"exact-match accuracy on {len(batch)} fresh sequences: {acc:.1%}")
+        return dict(exact_match=acc, n_eval=len(batch))
     batch = next(iter(val_loader)).to(trainer.device)
     out = greedy_decode(model.eval(), batch.src[:3], batch.src_key_padding_mask[:3])
     for s, o in zip(batch.src[:3].tolist(), out.tolist()):
         print(f"  src {tok.decode(s)}\n  out {tok.decode(o)}")
     return {}
 
+def _copy_results(trainer, out: dict, report: dict, seconds: float, cpu_seconds: float) -> Path:
+    "Write `run_dir/results.json` of a copy-task run: accuracy, time, precision and the machine (the README's copy row)."
+    from annotated_transformer.translation import hardware  # imported here: translation imports this module
+    results = dict(task="copy", **report, steps=trainer.step, final_loss=out.get("loss"), train_seconds=round(seconds, 1),
+                   train_cpu_seconds=round(cpu_seconds, 1), precision=trainer.cfg.precision, threads=torch.get_num_threads(),
+                   hardware=hardware(), config=asdict(trainer.model.cfg), checkpoint=out["checkpoint"])
+    path = Path(trainer.cfg.run_dir) / "results.json"
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    return path
+
 def train_main(argv: list[str] | None = None) -> int:
-    "at-train TASK [--field value ...]: train a task preset; see `at-train TASK --help`."
+    "at-train TASK [--option value ...]: train a task preset; see `at-train --help`."
     mcfg, tcfg, spec = parse_args(argv)
     info = init_distributed(tcfg.device)
     try:
@@ -211,13 +269,20 @@ def train_main(argv: list[str] | None = None) -> int:
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, train_loader, val_loader, tokenizer=tok, extra=dict(data=asdict(spec)))
         if info.is_main:
-            print(f"{count_parameters(model):,} parameters | device {trainer.device} | {tcfg.precision} | "
+            print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
                   f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "
-                  f"run dir {tcfg.run_dir}")
+                  f"run dir {tcfg.run_dir}", flush=True)
+        t0, c0 = time.perf_counter(), time.process_time()
         out = trainer.fit()
+        seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
         if info.is_main:
             print({k: round(v, 4) if isinstance(v, float) else v for k, v in out.items() if k != "time"})
-            if "stopped_by" not in out: _report(trainer, spec, tok, val_loader)
+            if "stopped_by" not in out:
+                report = _report(trainer, spec, tok, val_loader)
+                if spec.recipe == "copy":
+                    path = _copy_results(trainer, out, report, seconds, cpu_seconds)
+                    print(f"trained in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {torch.get_num_threads()} threads, "
+                          f"{trainer.cfg.precision}); results in {path}")
         return 0
     except TrainingError as e:
         print(f"at-train: error: {e}", file=sys.stderr)
@@ -228,6 +293,7 @@ def train_main(argv: list[str] | None = None) -> int:
 def main():
     "Console-script entry point."
     sys.exit(train_main())
+
 
 # %% ../nbs/10a_tasks.ipynb #3b58b37f
 #| eval: false

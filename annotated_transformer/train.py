@@ -5,7 +5,7 @@
 # %% ../nbs/09_train.ipynb #f3cd52fc
 from __future__ import annotations
 import contextlib, json, math, os, random, re, resource, signal, threading, time
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 import numpy as np
 import torch
@@ -19,10 +19,11 @@ from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 
 # %% auto #0
-__all__ = ['CKPT_RE', 'TrainerConfig', 'resolve_device', 'autocast_for', 'BatchStream', 'TrainingError', 'seed_everything',
-           'check_ranks_agree', 'check_writable', 'list_checkpoints', 'save_checkpoint', 'latest_checkpoint',
-           'load_checkpoint', 'model_from_checkpoint', 'get_rng_state', 'set_rng_state', 'HiddenStates', 'Trainer',
-           'max_tokens_for_memory', 'read_metrics', 'plot_metrics', 'average_checkpoints', 'average_last']
+__all__ = ['NATIVE_BF16_FLAGS', 'CKPT_RE', 'TrainerConfig', 'resolve_device', 'cpu_flags', 'resolve_precision', 'autocast_for',
+           'BatchStream', 'TrainingError', 'seed_everything', 'check_ranks_agree', 'check_writable', 'list_checkpoints',
+           'save_checkpoint', 'latest_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'get_rng_state',
+           'set_rng_state', 'HiddenStates', 'Trainer', 'max_tokens_for_memory', 'read_metrics', 'plot_metrics',
+           'average_checkpoints', 'average_last']
 
 # %% ../nbs/09_train.ipynb #ff08cd0d
 @dataclass
@@ -39,10 +40,11 @@ class TrainerConfig(TrainConfig):
     run_dir: str = "runs/run"  # checkpoints, metrics.jsonl and the tokenizer go here
     resume: bool = False  # continue the run in run_dir from its latest checkpoint
     progress: bool = True  # show a tqdm progress bar (rank 0)
+    precision: str = "auto"  # "auto" (bf16 where the device computes it natively, else fp32), "fp32", "bf16" or "fp16"
 
     def __post_init__(self):
-        if self.precision not in ("fp32", "bf16", "fp16"):
-            raise ValueError(f"precision={self.precision!r}: expected 'fp32', 'bf16' or 'fp16'")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu' or 'cuda'")
         for name in ("max_steps", "accum_steps", "max_tokens", "keep_last", "log_every"):
@@ -61,12 +63,39 @@ def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
         raise RuntimeError(f"device={device!r} but CUDA is not available; use --device cpu or auto")
     return torch.device(f"cuda:{local_rank}") if device == "cuda" else torch.device(device)
 
+NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # x86 CPU flags of native bfloat16 arithmetic
+
+def cpu_flags() -> set[str]:
+    "The CPU's feature flags from /proc/cpuinfo (Linux); an empty set where they cannot be read."
+    try: text = Path("/proc/cpuinfo").read_text()
+    except OSError: return set()
+    line = next((l for l in text.splitlines() if l.startswith(("flags", "Features"))), "")
+    return set(line.partition(":")[2].split())
+
+def resolve_precision(precision: str, # "auto", "fp32", "bf16" or "fp16"
+                      device: torch.device, # where the model runs
+                     ) -> tuple[str, str]: # (the precision to use, why)
+    "'auto' becomes bf16 where `device` computes bfloat16 natively (CUDA with bf16; a CPU with AMX or AVX-512 BF16), else fp32."
+    if precision != "auto": return precision, "as asked"
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported(including_emulation=False):
+            return "bf16", f"auto: {torch.cuda.get_device_name(device)} computes bf16 natively"
+        return "fp32", f"auto: {torch.cuda.get_device_name(device)} has no native bf16"
+    if device.type != "cpu": return "fp32", f"auto: fp32 on {device.type}"
+    flags = cpu_flags()
+    if not flags: return "fp32", "auto: the CPU's flags could not be read (no /proc/cpuinfo), fp32 is never slow"
+    native = [f for f in NATIVE_BF16_FLAGS if f in flags]
+    if native: return "bf16", f"auto: the CPU has {' and '.join(native)} (native bf16)"
+    return "fp32", "auto: the CPU has neither amx_bf16 nor avx512_bf16, so bf16 would be emulated and slower than fp32"
+
 def autocast_for(device: torch.device, precision: str):
-    "The autocast context of a precision: none for fp32, bf16 on CPU/GPU, fp16 on GPU only."
+    "The autocast context of a precision: none for fp32, bf16 on CPU/GPU, fp16 on GPU only ('auto' is resolved first)."
+    precision = resolve_precision(precision, device)[0]
     if precision == "fp32": return contextlib.nullcontext()
     if precision == "fp16" and device.type != "cuda":
         raise ValueError("precision='fp16' needs a CUDA device (fp16 with a grad scaler); use 'bf16' on the CPU")
     return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
 
 # %% ../nbs/09_train.ipynb #ea8fab13
 class BatchStream:
@@ -224,9 +253,12 @@ class Trainer:
                  loss: str = "chunked", # "chunked": `ChunkedLabelSmoothingLoss`; "readable": `LabelSmoothingLoss` on the logits
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
-        self.cfg, self.rank, self.world_size = cfg, *_world()
+        self.rank, self.world_size = _world()
         self.is_main = self.rank == 0
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
+        precision, why = resolve_precision(cfg.precision, self.device)
+        self.cfg = cfg = replace(cfg, precision=precision)  # checkpoints record the precision used, not "auto"
+        if self.is_main: print(f"precision {precision} ({why})", flush=True)
         self.accum = cfg.accum_for(self.world_size)
         self.run_dir = Path(cfg.run_dir)
         ok = torch.tensor([1.0])

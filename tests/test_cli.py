@@ -1,31 +1,75 @@
-"`at-train copy` as a user runs it: a subprocess, a checkpoint that rebuilds its own model, exact-match accuracy."
+"`at-train` as a user runs it: one command line for every task, help for every option, the copy task end to end."
 import json, os, shutil, subprocess, sys, pytest, torch
-from annotated_transformer.model import load_model
+from annotated_transformer.tasks import build_parser, parse_args, find_task, TASKS, TASK_DESCRIPTIONS, task_description
+from annotated_transformer.train import model_from_checkpoint
 from annotated_transformer.copy_task import copy_accuracy
 
-def at_train(*args, cwd):
+def at_train(*args, cwd, timeout=900):
     exe = shutil.which("at-train")
     cmd = [exe] if exe else [sys.executable, "-c", "import sys; from annotated_transformer.cli import train_main; sys.exit(train_main())"]
-    return subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True, timeout=900,
+    return subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 def test_short_run_writes_a_self_describing_checkpoint(tmp_path):
-    r = at_train("copy", "--steps", "40", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    "Options before the task name and after it, dashed spellings; the run prints its precision and shows a progress bar."
+    r = at_train("--max-steps", "40", "copy", "--eval-every", "0", "--run-dir", str(tmp_path / "run"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "exact-match accuracy on 1000 fresh sequences" in r.stdout
+    assert r.stdout.count("precision ") >= 1 and "(auto: " in r.stdout  # the choice and its reason, said once
+    assert "train:" in r.stderr and "40/40" in r.stderr  # the progress bar, as for every task
     res = json.loads((tmp_path / "run" / "results.json").read_text())
-    model = load_model(tmp_path / "run" / "model.pt")  # no flags: the config is inside
+    model = model_from_checkpoint(tmp_path / "run" / "ckpt_0000040.pt")  # no flags: the config is inside
     assert model.cfg.__dict__ == res["config"]
     acc, _, _ = copy_accuracy(model, n=100)
-    assert 0.0 <= acc <= 1.0 and res["steps"] == 40
+    assert 0.0 <= acc <= 1.0 and res["steps"] == 40 and res["precision"] in ("fp32", "bf16")
+    assert res["hardware"]["cpu"] and res["train_seconds"] > 0
 
 def test_bad_task_name(tmp_path):
     r = at_train("kopy", cwd=tmp_path)
     assert r.returncode == 2 and "invalid choice: 'kopy'" in r.stderr
 
+def test_help_lists_every_task_with_a_description(tmp_path):
+    r = at_train("--help", cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for name in ("copy", "multi30k", "iwslt14", "wmt14-base", "wmt14-big", "ptb", "ptb-small", "ptb-sample"):
+        line = next(l for l in r.stdout.splitlines() if l.startswith(f"  {name} "))
+        assert len(line.split(maxsplit=1)[1]) > 10, line  # a description, not the bare name
+    assert "--max-steps" in r.stdout and "--run-dir" in r.stdout
+
+@pytest.mark.parametrize("task", ["copy", "multi30k", "ptb-small"])
+def test_every_option_has_help_and_a_dashed_spelling(task):
+    parser = build_parser(task)
+    shown = [a for a in parser._actions if a.option_strings and a.help != "==SUPPRESS==" and a.dest != "help"]
+    assert len(shown) > 50
+    for a in shown:
+        assert a.help and a.help != a.dest, f"{a.option_strings} has no help text"
+        assert not any("_" in o for o in a.option_strings), a.option_strings
+    hidden = {o for a in parser._actions if a.help == "==SUPPRESS==" for o in a.option_strings}
+    assert {"--max_steps", "--run_dir", "--data_dir", "--src_lang"} <= hidden  # the underscore spellings still work
+
+def test_copy_takes_the_same_options_as_every_task():
+    options = lambda t: {o for a in build_parser(t)._actions for o in a.option_strings}
+    assert options("copy") == options("multi30k") == options("wmt14-big")
+
+def test_dashes_underscores_and_option_order_agree():
+    a = parse_args(["--max-steps", "7", "copy", "--run-dir", "r", "--no-progress", "--d-model", "32"])
+    b = parse_args(["copy", "--max_steps", "7", "--run_dir", "r", "--no-progress", "--d_model", "32"])
+    assert a == b and (a[0].d_model, a[1].max_steps, a[1].run_dir) == (32, 7, "r")
+    assert find_task(["--precision", "fp32", "--betas", "0.9", "0.99", "ptb-small"]) == "ptb-small"
+
+def test_unknown_option_is_an_error_with_usage(tmp_path):
+    r = at_train("copy", "--stepz", "5", cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and "unrecognized arguments: --stepz" in r.stderr and "usage: at-train TASK" in r.stderr
+
+def test_register_task_description():
+    from annotated_transformer.tasks import register_task, task_preset
+    register_task("copy-tmp", lambda: task_preset("copy"))
+    try: assert task_description("copy-tmp").startswith("copy data, 2 layers")  # made from the preset
+    finally: del TASKS["copy-tmp"], TASK_DESCRIPTIONS["copy-tmp"]
+
 @pytest.mark.slow
 def test_full_copy_run_reaches_99_percent(tmp_path):
-    r = at_train("copy", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    r = at_train("copy", "--run-dir", str(tmp_path / "run"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     print(r.stdout[-800:])

@@ -61,6 +61,14 @@ def built_docs() -> Path:
     return DOCS
 
 
+def test_only_project_notebooks_are_pages(tmp_path):
+    "Strays beside the notebooks (nbconvert's output, checkpoint copies, untitled notebooks) are not taken as pages"
+    from build_docs import notebooks
+    for name in ('index', '01_a', '01_a.nbconvert', '02_b', '02_b-checkpoint', 'Untitled1', '_private'):
+        (tmp_path/f'{name}.ipynb').write_text('{}')
+    assert [p.stem for p in notebooks(tmp_path)] == ['index', '01_a', '02_b']
+
+
 def test_docs_build(built_docs):
     "Every notebook became a page and the index links them in notebook order"
     pages = expected_pages()
@@ -89,11 +97,14 @@ def server(built_docs):
 @pytest.fixture(scope='session')
 def browser(built_docs):
     if not _have('playwright'): pytest.skip('playwright (Python) is not installed; pip install -e ".[dev]"')
-    exe = _chromium()
-    if not exe: pytest.skip('Chromium not found (apt-get install chromium, or set CHROMIUM=/path/to/chromium)')
+    exe = _chromium()  # Debian's Chromium, else Playwright's own build (`python -m playwright install chromium`)
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=['--no-sandbox', '--disable-gpu'])
+        try: b = p.chromium.launch(executable_path=exe, args=['--no-sandbox', '--disable-gpu'])
+        except Exception as e:
+            if exe: raise
+            pytest.skip(f'Chromium not found (apt-get install chromium, python -m playwright install chromium, or set '
+                        f'CHROMIUM=/path/to/chromium): {str(e).splitlines()[0]}')
         yield b
         b.close()
 
@@ -111,6 +122,8 @@ _PAGE_JS = """async () => {
     merror: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent),
     h1: [...document.querySelectorAll('article h1, main h1')].map(e => e.textContent.replace(/[#¶]/g, '').trim()),
     title: document.title,
+    wide_code: [...document.querySelectorAll('article pre, main pre')].filter(e => e.scrollWidth > e.clientWidth + 1)
+                 .map(e => e.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b, '').slice(0, 80)),
   };
 }"""
 
@@ -165,11 +178,24 @@ def test_internal_links_resolve(site, server, built_docs):
 def test_images_load(site):
     bad = [f'{p}: {i["src"]}' for p, (info, _) in site.items() for i in info['images'] if not i['ok']]
     assert not bad, 'images that did not load:\n' + '\n'.join(bad)
-    n_png = sum(1 for f in NBS.glob('*.ipynb') for c in json.loads(f.read_text())['cells']
+    from build_docs import notebooks
+    n_png = sum(1 for f in notebooks(NBS) for c in json.loads(f.read_text())['cells']
                 for o in c.get('outputs', []) if 'image/png' in o.get('data', {}))
     n_img = sum(1 for p, (info, _) in site.items() if not p.startswith(('_', 'genindex', 'search'))
                 for i in info['images'] if '/_images/' in i['src'])
     assert n_img >= n_png > 0 or n_png == 0, f'notebooks hold {n_png} PNG outputs but the pages show {n_img} plots'
+
+
+def test_code_fits_the_column(site):
+    "Code and outputs wrap inside the text column: no line hidden behind a horizontal scrollbar"
+    wide = {p: info['wide_code'] for p, (info, _) in site.items() if info['wide_code']}
+    assert not wide, f'code blocks wider than the column (longest line of each): {json.dumps(wide, indent=1)}'
+
+
+def test_no_stray_notebook_pages(built_docs):
+    "`*.nbconvert.ipynb` and checkpoint copies beside the notebooks are not pages"
+    stray = [p.name for p in built_docs.glob('*.html') if 'nbconvert' in p.name or 'checkpoint' in p.name]
+    assert not stray, stray
 
 
 def test_math_typeset(site):

@@ -146,9 +146,16 @@ def process_nb(path: Path):
 
 
 # ---------------------------------------------------------------- conversion to MyST notebooks
+def is_project_notebook(p: Path) -> bool:
+    """A notebook of the project, not a stray: `jupyter nbconvert --execute` leaves `NAME.nbconvert.ipynb` beside the
+    notebook, Jupyter keeps `NAME-checkpoint.ipynb` copies, editors leave `Untitled.ipynb`; none of them is a page."""
+    return (not p.name.startswith(('_', '.')) and '.' not in p.stem and not p.stem.endswith('-checkpoint')
+            and not p.stem.startswith('Untitled'))
+
+
 def notebooks(nbs_path: Path) -> list[Path]:
-    "Every notebook of the site in navigation order: index first, then file order"
-    nbs = sorted(p for p in nbs_path.glob('*.ipynb') if not p.name.startswith(('_', '.')))
+    "Every notebook of the site in navigation order: index first, then file order (strays left out)"
+    nbs = sorted(p for p in nbs_path.glob('*.ipynb') if is_project_notebook(p))
     idx = [p for p in nbs if p.stem == 'index']
     if not idx: raise DocsError(f'{nbs_path}/index.ipynb is missing: it is the front page and the README')
     return idx + [p for p in nbs if p.stem != 'index']
