@@ -347,19 +347,22 @@ register_task("ptb", lambda: (  # §6.3: 4 layers, d_model 1024, 16K vocabulary,
                       dropout=0.3, max_len=512, tie_embeddings=False),
     TrainerConfig(max_steps=100_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000, eval_every=2000,
                   save_every=2000, keep_last=5, run_dir="runs/ptb"),
-    DataSpec("ptb", "dev", 16000)))
+    DataSpec("ptb", "dev", 16000)),
+    "§6.3 parsing, the paper's 4 x 1024 on WSJ (GPUs: ~23 h on one H100 at 100k steps)")
 register_task("ptb-small", lambda: (  # ours: one CPU core for under an hour, or one small GPU
     TransformerConfig(src_vocab_size=8000, tgt_vocab_size=128, d_model=256, d_ff=1024, n_heads=4, n_layers=4,
                       dropout=0.1, max_len=512, norm_first=True, tie_embeddings=False),
     TrainerConfig(max_steps=1800, warmup_steps=400, max_tokens=6000, eval_every=150, save_every=150, keep_last=4,
-                  log_every=10, precision="bf16", run_dir="runs/ptb-small"),
-    DataSpec("ptb", "dev", 8000)))
+                  log_every=10, run_dir="runs/ptb-small"),
+    DataSpec("ptb", "dev", 8000)),
+    "parsing WSJ with 4 x 256, pre-norm: 1800 steps (CPU) or more on one GPU")
 register_task("ptb-sample", lambda: (  # the NLTK sample: a quick run of a few minutes on a CPU
     TransformerConfig(src_vocab_size=2000, tgt_vocab_size=128, d_model=128, d_ff=512, n_heads=4, n_layers=2,
                       dropout=0.1, max_len=512, norm_first=True, tie_embeddings=False),
     TrainerConfig(max_steps=300, warmup_steps=100, max_tokens=3000, eval_every=100, save_every=100, keep_last=2,
-                  precision="bf16", run_dir="runs/ptb-sample"),
-    DataSpec("ptb-sample", "dev", 2000)))
+                  run_dir="runs/ptb-sample"),
+    DataSpec("ptb-sample", "dev", 2000)),
+    "parsing NLTK's free WSJ sample with 2 x 128: a few minutes on a CPU")
 
 PARSING_TASKS = ("ptb", "ptb-small", "ptb-sample")
 
@@ -389,7 +392,7 @@ def train_main(argv: list[str] | None = None) -> int:
         if ck is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")  # its time stamp marks the start of training
         model = make_model(mcfg)
         trainer = Trainer(model, tcfg, train_loader, dev_loader, tokenizer=vocab, extra=dict(data=asdict(spec), counts=counts))
-        print(f"{count_parameters(model):,} parameters | device {trainer.device} | {tcfg.precision} | {counts} | run dir {tcfg.run_dir}")
+        print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | {counts} | run dir {tcfg.run_dir}")
         out = trainer.fit()
         print({k: round(v, 4) if isinstance(v, float) else v for k, v in out.items() if k != "time"})
         return 0
