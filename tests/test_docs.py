@@ -135,6 +135,9 @@ def _visit(page, url):
     page.on('requestfailed', lambda r: problems.append(f'request failed: {r.url} ({r.failure})'))
     page.on('response', lambda r: r.status >= 400 and problems.append(f'HTTP {r.status}: {r.url}'))
     page.goto(url, wait_until='networkidle')
+    if page.evaluate("() => document.querySelectorAll('.math').length > 0"):  # wait for MathJax's first typesetting
+        page.wait_for_function("() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise", timeout=60_000)
+        page.evaluate("() => window.MathJax.startup.promise.then(() => true)")  # on a loaded machine it can lag networkidle
     info = page.evaluate(_PAGE_JS)
     page.wait_for_load_state('networkidle')
     return info, problems

@@ -127,12 +127,13 @@ def test_interrupted_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
 
 def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(tmp_path):
     tr = make_trainer(tmp_path, max_steps=10, save_every=2)
-    real = tr.criterion.forward
+    crit = tr.chunked_criterion if tr.loss == "chunked" else tr.criterion  # the loss the trainer uses (chunked by default)
+    real = crit.forward
 
-    def poisoned(logits, target):
-        s, n = real(logits, target)
+    def poisoned(*args):
+        s, n = real(*args)
         return (s * float("nan") if tr.step == 4 else s), n  # the 5th update
-    tr.criterion.forward = poisoned
+    crit.forward = poisoned
     before = None
     with pytest.raises(TrainingError, match=r"step 5: the loss is nan.*ckpt_0000004\.pt"):
         tr.fit()
@@ -221,7 +222,8 @@ def test_cli_copy_short_run_and_resume(tmp_path, capsys):
     assert load_checkpoint(tmp_path)["step"] == 4
     assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
     assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
-    assert model_from_checkpoint(tmp_path).cfg.src_vocab_size == 11
+    from annotated_transformer.copy_task import copy_config
+    assert model_from_checkpoint(tmp_path).cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (08a)
 
 
 # ---------------------------------------------------------------- fast paths: chunked loss, compile, memory sizing
