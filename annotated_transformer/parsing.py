@@ -15,7 +15,7 @@ from .data import Corpus, SubwordTokenizer, register_recipe, default_data_dir
 from .batching import make_loader
 from .decode import greedy_decode, beam_search, DecodingConstraint
 from .attention import padding_mask
-from .train import (Trainer, TrainerConfig, TrainingError, seed_everything, latest_checkpoint,
+from .train import (Trainer, TrainerConfig, TrainingError, seed_everything, latest_checkpoint, _atomic_write,
                                          load_checkpoint, model_from_checkpoint)
 from .tasks import DataSpec, register_task, parse_args
 
@@ -533,10 +533,8 @@ def read_sentences(path: str, # a file, or "-" for standard input
     return out
 
 def _write_atomic(path: str, text: str):
-    "Write `text` to `path` through a temporary file and a rename, so a failure leaves no half-written file."
-    tmp = Path(path).with_name(Path(path).name + ".tmp")
-    try: tmp.write_text(text, encoding="utf-8"); os.replace(tmp, path)
-    except BaseException: tmp.unlink(missing_ok=True); raise
+    "Write UTF-8 `text` through the trainer's `_atomic_write` (temporary file, fsync, rename): a failure leaves no half-written file."
+    _atomic_write(Path(path), lambda f: f.write(text.encode("utf-8")))
 
 def parse_main(argv: list[str] | None = None) -> int:
     "Console script `at-parse`: parse tokenized sentences (one per line) with a checkpoint; print one tree per line."
