@@ -190,12 +190,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[TransformerConfig | RNNCo
     task = find_task(argv)
     if task not in TASKS:  # let argparse print the help, or the usage and the choices
         build_parser().parse_args(argv if task is None else [task]); raise SystemExit(2)
-    ns = vars(build_parser(task).parse_args(argv))
+    parser = build_parser(task)
+    ns = vars(parser.parse_args(argv))
     out = []
     for obj in task_preset(task):
         kw = {f.name: ns[f.name] for f in fields(obj)}
         if "betas" in kw: kw["betas"] = tuple(kw["betas"])
-        out.append(type(obj)(**kw))
+        try: out.append(type(obj)(**kw))
+        except ValueError as e: parser.error(str(e))  # a config's own check (e.g. max_steps=0): one usage line, exit 2
     out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return tuple(out)
 

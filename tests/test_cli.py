@@ -74,3 +74,12 @@ def test_full_copy_run_reaches_99_percent(tmp_path):
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     print(r.stdout[-800:])
     assert res["exact_match"] >= 0.99, res
+
+@pytest.mark.parametrize("opt", [["--max-steps", "0"], ["--max-steps", "-3"], ["--keep-last", "0"]])
+def test_config_checks_are_one_line_errors(opt, capsys):
+    "A value the config itself refuses (TrainerConfig.__post_init__) is a usage error, not a traceback."
+    from annotated_transformer.tasks import parse_args
+    with pytest.raises(SystemExit) as e: parse_args(["copy", *opt])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "expected a positive integer" in err[-1] and not any("Traceback" in l for l in err)
