@@ -1,6 +1,6 @@
 """annotated_transformer: "Attention Is All You Need", annotated. The names a user of the notebooks reaches for, at the root:
 
-    from annotated_transformer import TransformerConfig, make_model, Trainer, TrainerConfig, greedy_decode, beam_search
+    from annotated_transformer import TransformerConfig, make_model, Trainer, TrainConfig, greedy_decode, beam_search
 
 Each name lives in the module of its notebook (`annotated_transformer.model` is nbs/04_model.ipynb, and so on) and is
 imported from there on first use, so `import annotated_transformer` stays cheap (no torch until a name is used).
@@ -8,22 +8,25 @@ This file is written by hand: `nbdev_export` only rewrites its `__version__` lin
 """
 __version__ = "0.1.0"
 
-_EXPORTS = {  # module -> the names it gives the package root (never a name that is also a module: `translate`)
+_EXPORTS = {  # module -> the names it gives the package root (never a name that is also a module)
     "config": ["TransformerConfig", "TrainConfig"],
     "attention": ["causal_mask", "padding_mask", "MultiHeadAttention"],
     "layers": ["PositionwiseFeedForward", "EncoderLayer", "DecoderLayer"],
     "embeddings": ["Embeddings", "PositionalEncoding"],
-    "model": ["Encoder", "Decoder", "Transformer", "make_model", "save_model", "load_model", "count_parameters"],
+    "model": ["Encoder", "Decoder", "Transformer", "make_model", "count_parameters"],
     "data": ["SubwordTokenizer", "load_recipe", "download_multi30k", "default_data_dir", "copy_task_pairs", "encode_pairs"],
     "batching": ["Batch", "collate", "make_loader"],
     "optim": ["noam_lr", "make_optimizer", "make_scheduler"],
     "loss": ["LabelSmoothingLoss"],
     "decode": ["greedy_decode", "beam_search"],
     "copy_task": ["train_copy", "copy_accuracy"],
-    "translate": ["bleu_scores"],
-    "train": ["Trainer", "TrainerConfig", "resolve_precision", "load_checkpoint", "model_from_checkpoint",
-              "average_checkpoints", "average_last", "read_metrics", "plot_metrics"],
-    "tasks": ["task_preset", "DataSpec"],
+    "inference": ["load_translator", "translate", "bleu_scores"],
+    "checkpoint": ["save_model", "load_model", "load_checkpoint", "average_checkpoints", "average_last", "CheckpointError"],
+    "runs": ["read_metrics", "plot_metrics", "training_summary"],
+    "train": ["Trainer", "resolve_precision"],
+    "tasks": ["TASKS", "task_preset", "DataSpec"],
+    "trees": ["Tree", "parse_tree", "linearize"],
+    "parser": ["load_parser", "parse"],
     "rnn": ["RNNConfig", "make_rnn"],
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

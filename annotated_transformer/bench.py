@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_benchmarks.ipynb #1a1b1200
 from __future__ import annotations
-import argparse, gzip, json, math, os, platform, resource, statistics, subprocess, sys, time, warnings
+import gzip, json, math, os, platform, resource, statistics, subprocess, sys, time, warnings
 from contextlib import nullcontext, contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -29,7 +29,7 @@ __all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_BENCHM
            'time_interleaved', 'train_flops', 'bench_train', 'bench_infer', 'set_fused', 'bench_attention',
            'matmul_tflops', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches',
            'peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops',
-           'bench_mfu', 'cpu_flags', 'settings', 'run_benchmarks', 'ratio_rows', 'print_report', 'bench_main', 'main']
+           'bench_mfu', 'cpu_record', 'settings', 'run_benchmarks', 'ratio_rows', 'print_report']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
@@ -468,7 +468,7 @@ DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu
                   ("cuda", "tiny"): (8, 12), ("cuda", "multi30k"): (256, 32), ("cuda", "base"): (128, 128),
                   ("cuda", "big"): (128, 128)}
 
-def cpu_flags() -> dict:
+def cpu_record() -> dict:
     "The CPU's model name and the flags that decide bf16 speed (amx_bf16, avx512_bf16) from /proc/cpuinfo."
     try: info = Path("/proc/cpuinfo").read_text()
     except OSError: return dict(model=platform.processor() or "unknown")
@@ -482,7 +482,7 @@ def settings(device="cpu", threads: int | None = None) -> dict:
     return dict(torch=torch.__version__, python=platform.python_version(), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), threads=torch.get_num_threads(), device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
-                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_flags(), time=time.strftime("%Y-%m-%d %H:%M:%S"))
+                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(), time=time.strftime("%Y-%m-%d %H:%M:%S"))
 
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
@@ -617,83 +617,3 @@ def print_report(res: dict, file=None):
         fmt = lambda v: "-" if v is None else f"{v:12.4g}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:7.2f}"
         print(f"{r['preset']:9s} {r['what']:58s} {fmt(r['ours']):>12s} {fmt(r['ref']):>12s} {r['vs']:>16s} {ratio:>7s}", file=file)
-
-# %% ../nbs/14_benchmarks.ipynb #8e0840ee
-def _number(kind, low, what):
-    "An argparse type: a finite `kind` number >= `low` (> 0 for floats), or a one-line error."
-    def parse(text):
-        try: x = kind(text)
-        except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if not math.isfinite(x) or x < low or (kind is float and x <= 0): raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
-        return x
-    return parse
-
-def _int_list(text):
-    try: xs = tuple(int(x) for x in text.split(",") if x)
-    except ValueError: raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
-    if not xs or min(xs) < 1: raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers")
-    return xs
-
-class _OneLineErrors(argparse.ArgumentParser):
-    "An argument parser whose errors are one line (no usage block), exit status 2."
-    def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-def bench_main(argv=None) -> dict:
-    "at-bench: speed and memory of our Transformer against torch.nn.Transformer; prints a table and writes JSON."
-    ap = _OneLineErrors(prog="at-bench", description=bench_main.__doc__)
-    ap.add_argument("--benchmarks", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on "
-                    f"CUDA only; default: all but compile)")
-    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                    help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
-                    "(compiled, chunked loss, fused Adam), with utilization (default: on with --device cuda and no --benchmarks)")
-    ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base, big")
-    ap.add_argument("--reps", type=_number(int, 1, "a positive integer"), default=5,
-                    help="timed repetitions per measurement (the median is reported)")
-    ap.add_argument("--warmup", type=_number(int, 0, "a non-negative integer"), default=1, help="untimed warm-up calls before timing")
-    ap.add_argument("--threads", type=_number(int, 0, "a non-negative integer"), default=1,
-                    help="torch CPU threads (0: leave torch's default)")
-    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    ap.add_argument("--batch-size", type=_number(int, 1, "a positive integer"), default=None,
-                    help="sentences per batch (default: per device and preset)")
-    ap.add_argument("--src-len", type=_number(int, 1, "a positive integer"), default=None,
-                    help="longest source/target length (default: per preset)")
-    ap.add_argument("--seqlens", type=_int_list, default=(16, 32, 64, 128, 256, 512), help="sequence lengths of the scaling benchmark")
-    ap.add_argument("--precisions", default="fp32,bf16", help="of the train, infer and memory benchmarks: fp32, bf16 or both "
-                    "(bf16 autocast is emulated, and slow, on CPUs without avx512_bf16 or amx_bf16)")
-    ap.add_argument("--decode-batches", type=_int_list, default=(1, 64), help="sentences per call of the decode_batch benchmark")
-    ap.add_argument("--scaling-tokens", type=_number(int, 1, "a positive integer"), default=2048,
-                    help="tokens per batch in the seqlen and batching benchmarks")
-    ap.add_argument("--peak-tflops", type=_number(float, 0, "a positive number"), default=None,
-                    help="the device's dense bf16 peak, for MFU")
-    ap.add_argument("--data-dir", default=None, help="Multi30k files for the batching benchmark's lengths (default: the data directory's multi30k/)")
-    ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
-    a = ap.parse_args(argv)
-    presets = [p for p in a.presets.split(",") if p]
-    for p in presets:
-        try: bench_config(p)  # fails early on an unknown preset
-        except ValueError as e: ap.error(f"--presets: {e}")
-    precisions = tuple(x for x in a.precisions.split(",") if x)
-    if not precisions or set(precisions) - {"fp32", "bf16"}: ap.error(f"--precisions {a.precisions!r}: expected fp32, bf16 or fp32,bf16")
-    try: dev = torch.device(a.device)
-    except RuntimeError: ap.error(f"--device {a.device!r}: expected cpu, cuda or cuda:N")
-    add_compile = a.compile if a.compile is not None else (dev.type == "cuda" and a.benchmarks is None)
-    benchmarks = tuple(b for b in (a.benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
-    benchmarks += ("compile",) if add_compile and "compile" not in benchmarks else ()
-    unknown = sorted(set(benchmarks) - set(BENCHMARKS))
-    if unknown: ap.error(f"--benchmarks: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
-    if dev.type == "cuda" and not torch.cuda.is_available(): ap.error(f"--device {a.device}: CUDA is not available")
-    shapes = {p: ((a.batch_size or DEFAULT_SHAPES[(dev.type, p)][0]), (a.src_len or DEFAULT_SHAPES[(dev.type, p)][1]))
-              for p in presets}
-    res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
-                         a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
-                         decode_batches=a.decode_batches, precisions=precisions)
-    print_report(res)
-    out = Path(a.out or f"results/bench/{dev.type}.json"); out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1))
-    print(f"wrote {out}")
-    return res
-
-def main(argv=None) -> int:
-    "Console-script entry point of `at-bench`: exit status 0 after a successful run (argparse exits 2 on bad arguments)."
-    bench_main(argv)
-    return 0

@@ -4,6 +4,7 @@
 
 # %% ../nbs/00_config.ipynb #28e5aed8
 from __future__ import annotations
+import math
 from dataclasses import dataclass, asdict, fields, replace
 
 # %% auto #0
@@ -31,6 +32,12 @@ class TransformerConfig:
     eos_idx: int = 2  # end-of-sentence token id
 
     def __post_init__(self):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "d_ff", "n_heads", "n_layers", "max_len"):
+            if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
+        if self.d_k is not None and self.d_k < 1: raise ValueError(f"d_k={self.d_k}: expected a positive integer or None")
+        for name in ("dropout", "label_smoothing"):
+            v = getattr(self, name)
+            if not 0 <= v < 1: raise ValueError(f"{name}={v}: expected a number in [0, 1)")
         if self.d_model % self.n_heads != 0 and self.d_k is None:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
                              "choose them so that d_model % n_heads == 0, or set d_k explicitly")
@@ -64,17 +71,48 @@ class TransformerConfig:
 # %% ../nbs/00_config.ipynb #c1d40cea
 @dataclass
 class TrainConfig:
-    "How to train: optimizer, schedule and batching (§5.2-5.4)."
+    "How to train (§5.2-5.4: optimizer, schedule, batches) and how a run is kept (budgets, intervals, checkpoints)."
     lr_factor: float = 1.0  # multiplies the schedule of equation (3)
     warmup_steps: int = 4000  # warmup of equation (3)
     betas: tuple = (0.9, 0.98)  # Adam beta1, beta2 (§5.3)
     eps: float = 1e-9  # Adam epsilon (§5.3)
     max_steps: int = 100_000  # optimizer steps (base: 100k, big: 300k)
-    batch_size: int = 32  # sentences per micro-batch (token budgets come with the data pipeline)
     accum_steps: int = 1  # micro-batches per optimizer step
     seed: int = 0  # seeds data order and initialization
     device: str = "auto"  # "auto", "cpu" or "cuda"
-    precision: str = "fp32"  # "fp32", "bf16" or "fp16"
+    precision: str = "auto"  # "auto" (bf16 where the device computes it natively, else fp32), "fp32", "bf16" or "fp16"
+    max_tokens: int = 4096  # token budget of one micro-batch per process, each side, padding included
+    batch_tokens: int = 0  # target tokens per optimizer step over all processes; >0 derives accum_steps from it
+    clip_norm: float = 0.0  # clip the global gradient norm to this value; 0: no clipping (the paper does not clip)
+    compile: bool = False  # torch.compile the model
+    eval_every: int = 500  # optimizer steps between validation runs (0: only at the end)
+    log_every: int = 10  # optimizer steps between metric lines
+    save_every: int = 1000  # optimizer steps between checkpoints (0: only at the end)
+    keep_last: int = 5  # checkpoints to keep (the paper averages the last 5 for base, 20 for big)
+    run_dir: str = "runs/run"  # checkpoints, metrics.jsonl, run.json and the tokenizer go here
+    resume: bool = False  # continue the run in run_dir from its newest intact checkpoint
+    progress: bool = True  # show a tqdm progress bar (rank 0)
+
+    def __post_init__(self):
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
+        if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
+            raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu' or 'cuda'")
+        for name in ("max_steps", "accum_steps", "max_tokens", "keep_last", "log_every", "warmup_steps"):
+            if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
+        for name in ("eval_every", "save_every", "batch_tokens"):
+            if getattr(self, name) < 0: raise ValueError(f"{name}={getattr(self, name)}: expected 0 or a positive integer")
+        for name in ("lr_factor", "eps", "clip_norm"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v < 0 or (v == 0 and name != "clip_norm"):
+                raise ValueError(f"{name}={v}: expected a finite number {'>= 0' if name == 'clip_norm' else '> 0'}")
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas={tuple(self.betas)}: expected two numbers in [0, 1)")
+
+    def accum_for(self, world_size: int) -> int:
+        "Micro-batches per optimizer step: `accum_steps`, or enough to reach `batch_tokens` over `world_size` processes."
+        if self.batch_tokens <= 0: return self.accum_steps
+        return max(1, math.ceil(self.batch_tokens / (self.max_tokens * world_size)))
 
 # %% ../nbs/00_config.ipynb #7e78bcc1
 def config_from_dict(cls, d: dict):

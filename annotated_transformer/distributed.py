@@ -80,13 +80,15 @@ def launch_local(fn, # importable function; it calls `init_distributed` itself
 def train_copy_demo(steps: int = 4, # optimizer steps
                     micro_batches: int = 4, # micro-batches per step over all ranks
                     run_dir: str | None = None, # where rank 0 writes (default: a temporary directory)
-                    **overrides): # more `TrainerConfig` fields
+                    **overrides): # more `TrainConfig` fields
     "Train a tiny copy-task model under the current process group (if any); returns losses and final parameters."
     from annotated_transformer.config import TransformerConfig
     from annotated_transformer.model import make_model
     from annotated_transformer.data import copy_task_pairs
     from annotated_transformer.batching import make_loader
-    from annotated_transformer.train import Trainer, TrainerConfig, seed_everything, read_metrics
+    from annotated_transformer.train import Trainer, seed_everything
+    from annotated_transformer.config import TrainConfig
+    from annotated_transformer.runs import read_metrics
     info = init_distributed("cpu")
     if micro_batches % info.world_size: raise ValueError(f"micro_batches={micro_batches} is not divisible by {info.world_size} ranks")
     seed_everything(0)
@@ -94,7 +96,7 @@ def train_copy_demo(steps: int = 4, # optimizer steps
     pairs = copy_task_pairs(128, vocab_size=16, min_len=2, max_len=9, seed=0)
     loader = make_loader(pairs, max_tokens=50, seed=0, rank=info.rank, world_size=info.world_size)
     tmp = tempfile.TemporaryDirectory() if run_dir is None else None
-    cfg = TrainerConfig(**{**dict(max_steps=steps, warmup_steps=4, eps=1e-3, accum_steps=micro_batches // info.world_size,
+    cfg = TrainConfig(**{**dict(max_steps=steps, warmup_steps=4, eps=1e-3, accum_steps=micro_batches // info.world_size,
                                   max_tokens=50, device="cpu", run_dir=run_dir or tmp.name, progress=False, log_every=1,
                                   save_every=0, eval_every=0), **overrides})
     trainer = Trainer(model, cfg, loader)

@@ -14,7 +14,7 @@ from .layers import EncoderLayer, DecoderLayer
 from .embeddings import Embeddings, PositionalEncoding, LearnedPositionalEmbedding, tie_weights
 
 # %% auto #0
-__all__ = ['Encoder', 'Decoder', 'Transformer', 'make_model', 'save_model', 'load_model', 'count_parameters']
+__all__ = ['Encoder', 'Decoder', 'Transformer', 'make_model', 'count_parameters']
 
 # %% ../nbs/04_model.ipynb #98c1dd97
 class Encoder(nn.Module):
@@ -112,27 +112,6 @@ def make_model(cfg: TransformerConfig) -> Transformer:
     pos = Pos(cfg.d_model, cfg.max_len, cfg.dropout)
     tgt_pos = pos if cfg.positional == "sinusoidal" else Pos(cfg.d_model, cfg.max_len, cfg.dropout)
     return Transformer(src_embed, tgt_embed, pos, tgt_pos, encoder, decoder, generator, cfg)
-
-# %% ../nbs/04_model.ipynb #95662570
-def save_model(model: Transformer, path, **extra):
-    "Save weights and config (plus any `extra` entries) atomically: write a temporary file, then rename."
-    import os, pathlib
-    path = pathlib.Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({"config": asdict(model.cfg), "model": model.state_dict(), **extra}, tmp)
-    os.replace(tmp, path)
-    return path
-
-def load_model(ckpt, # a path, or a checkpoint dict with "config" and "model"
-               map_location="cpu") -> Transformer:
-    "Rebuild a `Transformer` from a checkpoint's stored config and load its weights."
-    from annotated_transformer.config import config_from_dict
-    if not isinstance(ckpt, dict): ckpt = torch.load(ckpt, map_location=map_location, weights_only=False)
-    missing = [k for k in ("config", "model") if k not in ckpt]
-    if missing: raise KeyError(f"checkpoint has no {missing} entries; expected a file written by save_model or the trainer")
-    model = make_model(config_from_dict(TransformerConfig, ckpt["config"]))
-    model.load_state_dict(ckpt["model"])
-    return model
 
 # %% ../nbs/04_model.ipynb #eface6cd
 def count_parameters(model: nn.Module) -> int:

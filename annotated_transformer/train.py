@@ -4,56 +4,25 @@
 
 # %% ../nbs/09_train.ipynb #f3cd52fc
 from __future__ import annotations
-import contextlib, json, math, os, random, re, resource, signal, threading, time
-from dataclasses import dataclass, asdict, field, replace
+import contextlib, math, os, random, resource, signal, threading, time
+from dataclasses import asdict, replace
 from pathlib import Path
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
-from .config import TrainConfig, TransformerConfig, config_from_dict
-from .model import make_model, Transformer
-from .translate import build_model
+from .config import TrainConfig
+from .model import Transformer
 from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
+from .checkpoint import FORMAT, CheckpointError, warn, check_writable, save_checkpoint, newest_checkpoint
+from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0
-__all__ = ['NATIVE_BF16_FLAGS', 'CKPT_RE', 'TrainerConfig', 'resolve_device', 'cpu_flags', 'resolve_precision', 'autocast_for',
-           'BatchStream', 'TrainingError', 'seed_everything', 'check_ranks_agree', 'check_writable', 'list_checkpoints',
-           'save_checkpoint', 'latest_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'get_rng_state',
-           'set_rng_state', 'HiddenStates', 'Trainer', 'max_tokens_for_memory', 'read_metrics', 'plot_metrics',
-           'average_checkpoints', 'average_last']
-
-# %% ../nbs/09_train.ipynb #ff08cd0d
-@dataclass
-class TrainerConfig(TrainConfig):
-    "`TrainConfig` plus token budgets, evaluation, logging and checkpoint settings."
-    max_tokens: int = 4096  # token budget of one micro-batch per process, each side, padding included
-    batch_tokens: int = 0  # target tokens per optimizer step over all processes; >0 derives accum_steps from it
-    clip_norm: float = 0.0  # clip the global gradient norm to this value; 0: no clipping (the paper does not clip)
-    compile: bool = False  # torch.compile the model
-    eval_every: int = 500  # optimizer steps between validation runs (0: only at the end)
-    log_every: int = 10  # optimizer steps between metric lines
-    save_every: int = 1000  # optimizer steps between checkpoints (0: only at the end)
-    keep_last: int = 5  # checkpoints to keep (the paper averages the last 5 for base, 20 for big)
-    run_dir: str = "runs/run"  # checkpoints, metrics.jsonl and the tokenizer go here
-    resume: bool = False  # continue the run in run_dir from its latest checkpoint
-    progress: bool = True  # show a tqdm progress bar (rank 0)
-    precision: str = "auto"  # "auto" (bf16 where the device computes it natively, else fp32), "fp32", "bf16" or "fp16"
-
-    def __post_init__(self):
-        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
-            raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
-        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
-            raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu' or 'cuda'")
-        for name in ("max_steps", "accum_steps", "max_tokens", "keep_last", "log_every"):
-            if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
-
-    def accum_for(self, world_size: int) -> int:
-        "Micro-batches per optimizer step: `accum_steps`, or enough to reach `batch_tokens` over `world_size` processes."
-        if self.batch_tokens <= 0: return self.accum_steps
-        return max(1, math.ceil(self.batch_tokens / (self.max_tokens * world_size)))
+__all__ = ['NATIVE_BF16_FLAGS', 'resolve_device', 'cpu_flags', 'resolve_precision', 'autocast_for', 'BatchStream',
+           'TrainingError', 'seed_everything', 'check_ranks_agree', 'get_rng_state', 'set_rng_state', 'HiddenStates',
+           'Trainer', 'max_tokens_for_memory']
 
 # %% ../nbs/09_train.ipynb #6c9de35d
 def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
@@ -152,70 +121,6 @@ def check_ranks_agree(values: dict, # name -> a picklable value that must be the
             raise TrainingError(f"ranks disagree on {what} field {key!r}: rank 0 has {seen[0]!r}, rank {bad} has "
                                 f"{seen[bad]!r}; every process must be started with the same settings and data")
 
-# %% ../nbs/09_train.ipynb #193b0501
-CKPT_RE = re.compile(r"^ckpt_(\d+)\.pt$")
-
-def _atomic_write(path: Path, write) -> None:
-    "Call `write(file)` on `path.tmp`, fsync, then rename onto `path` (atomic on POSIX)."
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f); f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True); raise
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
-
-def check_writable(directory: str | Path) -> Path:
-    "Create `directory` and prove a file can be written there, or fail now with a clear error."
-    d = Path(directory)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        _atomic_write(d / ".write_test", lambda f: f.write(b"ok")); (d / ".write_test").unlink()
-    except OSError as e:
-        raise TrainingError(f"checkpoint directory {str(d)!r} is not writable ({e.strerror or e}); "
-                            "choose another --run_dir") from None
-    return d
-
-def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    "Checkpoints of a run, oldest first."
-    found = [(int(m.group(1)), p) for p in Path(run_dir).glob("ckpt_*.pt") if (m := CKPT_RE.match(p.name))]
-    return [p for _, p in sorted(found)]
-
-def save_checkpoint(state: dict, run_dir: str | Path, step: int, keep_last: int = 5) -> Path:
-    "Write `state` atomically as `ckpt_{step}.pt`, point `latest` at it, keep the last `keep_last`."
-    run_dir = Path(run_dir)
-    path = run_dir / f"ckpt_{step:07d}.pt"
-    _atomic_write(path, lambda f: torch.save(state, f))
-    _atomic_write(run_dir / "latest", lambda f: f.write(path.name.encode() + b"\n"))
-    for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []: old.unlink(missing_ok=True)
-    return path
-
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    "The checkpoint `latest` points at (None for a run without checkpoints)."
-    ptr = Path(run_dir) / "latest"
-    if not ptr.is_file(): return None
-    path = Path(run_dir) / ptr.read_text().strip()
-    if not path.is_file(): raise TrainingError(f"{ptr} points at {path.name}, which does not exist")
-    return path
-
-def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
-    "Load a checkpoint file, or the latest checkpoint of a run directory (tensors and plain data only)."
-    path = Path(path)
-    if path.is_dir():
-        found = latest_checkpoint(path)
-        if found is None: raise TrainingError(f"no checkpoint in {str(path)!r} (no 'latest' file)")
-        path = found
-    return torch.load(path, map_location=map_location, weights_only=True)
-
-def model_from_checkpoint(ckpt: dict | str | Path) -> Transformer:
-    "Rebuild the model a checkpoint was trained with, weights loaded (in eval mode)."
-    if not isinstance(ckpt, dict): ckpt = load_checkpoint(ckpt)
-    model = build_model(ckpt["model_config"])  # a Transformer, or the RNN of 00a_background (its config says model="rnn")
-    model.load_state_dict(ckpt["model"])
-    return model.eval()
-
 # %% ../nbs/09_train.ipynb #b3e089ff
 def get_rng_state() -> dict:
     "This process's torch, CUDA, Python and NumPy generator states."
@@ -231,7 +136,7 @@ def set_rng_state(s: dict):
     kind, keys, pos, has_gauss, gauss = s["numpy"]
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
 
-# %% ../nbs/09_train.ipynb #1c95f6fc
+# %% ../nbs/09_train.ipynb #edbcac52
 class HiddenStates(nn.Module):
     "A model up to its generator: `forward` returns the decoder's hidden states (B, T, D), for the chunked loss."
     def __init__(self, model: nn.Module): # a `Transformer` (or any model with `encode`, `decode` and `generator`)
@@ -242,14 +147,23 @@ class HiddenStates(nn.Module):
         memory = self.model.encode(src, src_key_padding_mask)  # (B, S, D)
         return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
 
+@torch.no_grad()
+def _count_tokens(batches, pad_idx) -> int:
+    return sum(int((b.tgt_out != pad_idx).sum()) for b in batches)
+
+def _memory_mb(device) -> float:
+    if device.type == "cuda": return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+# %% ../nbs/09_train.ipynb #82592bd6
 class Trainer:
     "Trains a `Transformer`: accumulation, mixed precision, DDP, metrics, checkpoints and resume."
     def __init__(self, model: Transformer, # built by `make_model` (its `cfg` is stored in checkpoints)
-                 cfg: TrainerConfig, # settings
+                 cfg: TrainConfig, # settings
                  train_loader, # DataLoader of `Batch`es with a `TokenBatchSampler` (this rank's shard)
                  val_loader=None, # iterable of `Batch`es for validation (None: no validation)
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
-                 extra: dict | None = None, # more plain data to store in checkpoints (e.g. the data settings)
+                 extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
                  loss: str = "chunked", # "chunked": `ChunkedLabelSmoothingLoss`; "readable": `LabelSmoothingLoss` on the logits
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
@@ -261,10 +175,10 @@ class Trainer:
         if self.is_main: print(f"precision {precision} ({why})", flush=True)
         self.accum = cfg.accum_for(self.world_size)
         self.run_dir = Path(cfg.run_dir)
-        ok = torch.tensor([1.0])
+        ok, error = torch.tensor([1.0]), None
         if self.is_main:
             try: check_writable(self.run_dir)
-            except TrainingError as e: ok[0], error = 0.0, e
+            except CheckpointError as e: ok[0], error = 0.0, e
         if _all_reduce(ok)[0] < self.world_size:  # every rank fails together instead of hanging
             raise error if self.is_main else TrainingError(f"rank 0 cannot write to {str(self.run_dir)!r}")
         local = ("run_dir", "progress")  # only rank 0 writes and shows progress
@@ -278,10 +192,11 @@ class Trainer:
         self.autocast = autocast_for(self.device, cfg.precision)
         self.train_stream, self.val_loader = BatchStream(train_loader), val_loader
         self.tokenizer, self.extra = tokenizer, dict(extra or {})
-        self.step, self.saved_step, self.last_checkpoint = 0, None, None
+        self.step, self.saved_step, self.last_checkpoint, self._rng = 0, None, None, None
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
-        if cfg.resume: self.resume()
+        resumed = bool(cfg.resume and self.resume())
+        if self.is_main: write_run_info(self.run_dir, task=self.extra.get("task"), command=self.extra.get("command"), new=not resumed)
         self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
         self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if loss == "chunked" else None
         net = HiddenStates(self.model) if loss == "chunked" else self.model
@@ -293,158 +208,139 @@ class Trainer:
     @property
     def raw_model(self) -> Transformer: return self.model
 
-# %% ../nbs/09_train.ipynb #82592bd6
-@torch.no_grad()
-def _count_tokens(batches, pad_idx) -> int:
-    return sum(int((b.tgt_out != pad_idx).sum()) for b in batches)
-
-def _train_step(self: Trainer, batches: list) -> dict:
-    "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
-    self.model.train()
-    pad = self.model.cfg.pad_idx
-    n_total = _all_reduce(torch.tensor([_count_tokens(batches, pad)], dtype=torch.float64, device=self.device)).item()
-    if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
-    loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
-    for k, batch in enumerate(batches):
-        batch = batch.to(self.device, non_blocking=True)
-        sync = k == len(batches) - 1 or self.world_size == 1
-        with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
-            with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
-                out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-                s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
-                        else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
-            self.scaler.scale(s * (self.world_size / n_total)).backward()
-        loss_sum += s.detach().double()
-    stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
-                                                             device=self.device)]))
-    loss = stats[0].item() / n_total
-    if not math.isfinite(loss):
+    def train_step(self, batches: list) -> dict:
+        "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
+        self.model.train()
+        pad = self.model.cfg.pad_idx
+        n_total = _all_reduce(torch.tensor([_count_tokens(batches, pad)], dtype=torch.float64, device=self.device)).item()
+        if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
+        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        for k, batch in enumerate(batches):
+            batch = batch.to(self.device, non_blocking=True)
+            sync = k == len(batches) - 1 or self.world_size == 1
+            with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
+                with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
+                    out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
+                    s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
+                            else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
+                self.scaler.scale(s * (self.world_size / n_total)).backward()
+            loss_sum += s.detach().double()
+        stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
+                                                                 device=self.device)]))
+        loss = stats[0].item() / n_total
+        if not math.isfinite(loss):
+            self.optimizer.zero_grad(set_to_none=True)
+            where = f"; the last good checkpoint is {self.last_checkpoint}" if self.last_checkpoint else ""
+            raise TrainingError(f"step {self.step + 1}: the loss is {loss} (not finite); stopping{where}")
+        self.scaler.unscale_(self.optimizer)
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm or float("inf")).item()
+        lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
+        self.scaler.step(self.optimizer); self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        where = f"; the last good checkpoint is {self.last_checkpoint}" if self.last_checkpoint else ""
-        raise TrainingError(f"step {self.step + 1}: the loss is {loss} (not finite); stopping{where}")
-    self.scaler.unscale_(self.optimizer)
-    grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm or float("inf")).item()
-    lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
-    self.scaler.step(self.optimizer); self.scaler.update()
-    self.optimizer.zero_grad(set_to_none=True)
-    self.scheduler.step()  # once per optimizer step: equation (3) counts updates
-    self.step += 1
-    if stats[1].item() > 0: self.stop_agreed = self.stop_signal or "a signal on another rank"  # every rank stops here
-    return dict(loss=loss, lr=lr, grad_norm=grad_norm, tokens=n_total)
+        self.scheduler.step()  # once per optimizer step: equation (3) counts updates
+        self.step += 1
+        if stats[1].item() > 0: self.stop_agreed = self.stop_signal or "a signal on another rank"  # every rank stops here
+        return dict(loss=loss, lr=lr, grad_norm=grad_norm, tokens=n_total)
 
-Trainer.train_step = _train_step
+    @torch.no_grad()
+    def evaluate(self, loader=None) -> dict:
+        "Label-smoothed loss, cross-entropy and perplexity per target token over a validation loader."
+        loader = loader if loader is not None else self.val_loader
+        self.model.eval()
+        pad, sums = self.model.cfg.pad_idx, torch.zeros(3, dtype=torch.float64, device=self.device)
+        for batch in loader:
+            batch = batch.to(self.device)
+            with self.autocast:
+                logits = self.model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
+            s, n = self.criterion(logits, batch.tgt_out)
+            nll = nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad, reduction="sum")
+            sums += torch.stack([s.double(), nll.double(), n.double()])
+        loss, nll, n = _all_reduce(sums).tolist()
+        self.model.train()
+        if n == 0: raise TrainingError("the validation loader has no target tokens")
+        return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)
 
-# %% ../nbs/09_train.ipynb #6746c643
-@torch.no_grad()
-def _evaluate(self: Trainer, loader=None) -> dict:
-    "Label-smoothed loss, cross-entropy and perplexity per target token over a validation loader."
-    loader = loader if loader is not None else self.val_loader
-    self.model.eval()
-    pad, sums = self.model.cfg.pad_idx, torch.zeros(3, dtype=torch.float64, device=self.device)
-    for batch in loader:
-        batch = batch.to(self.device)
-        with self.autocast:
-            logits = self.model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-        s, n = self.criterion(logits, batch.tgt_out)
-        nll = nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad, reduction="sum")
-        sums += torch.stack([s.double(), nll.double(), n.double()])
-    loss, nll, n = _all_reduce(sums).tolist()
-    self.model.train()
-    if n == 0: raise TrainingError("the validation loader has no target tokens")
-    return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)
+    def state(self) -> dict:
+        "Everything a checkpoint holds (every rank's generator states are gathered: every rank must call it)."
+        rngs = [None] * self.world_size
+        if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
+        else: rngs = [get_rng_state()]
+        return dict(format=FORMAT, step=self.step, model=self.model.state_dict(),
+                    optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(),
+                    scaler=self.scaler.state_dict(), rng=rngs, data=self.train_stream.state_dict(),
+                    model_config=asdict(self.model.cfg), train_config=asdict(self.cfg), world_size=self.world_size,
+                    tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
 
-Trainer.evaluate = _evaluate
+    def save(self) -> Path | None:
+        "Write a checkpoint of the current step (rank 0 writes; every rank must call it)."
+        state = self.state()
+        if self.is_main: self.last_checkpoint = save_checkpoint(state, self.run_dir, self.step, self.cfg.keep_last)
+        self.saved_step = self.step
+        return self.last_checkpoint
 
-# %% ../nbs/09_train.ipynb #d827ccfa
-def _state(self: Trainer) -> dict:
-    rngs = [None] * self.world_size
-    if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
-    else: rngs = [get_rng_state()]
-    return dict(format="annotated_transformer/checkpoint-1", step=self.step, model=self.model.state_dict(),
-                optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(),
-                scaler=self.scaler.state_dict(), rng=rngs, data=self.train_stream.state_dict(),
-                model_config=asdict(self.model.cfg), train_config=asdict(self.cfg), world_size=self.world_size,
-                tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
+    def resume(self) -> bool:
+        "Continue from the newest intact checkpoint in `run_dir`, if there is one (a warning names each one skipped)."
+        found = newest_checkpoint(self.run_dir) if self.run_dir.is_dir() else None
+        if found is None:
+            if self.is_main: print(f"no checkpoint in {self.run_dir}: starting a new run")
+            return False
+        path, ck, skipped = found
+        if self.is_main:
+            for s in skipped: warn(f"skipped {s}; resuming from {path.name}")
+        if ck["model_config"] != asdict(self.model.cfg):
+            diff = {k: (v, ck["model_config"].get(k)) for k, v in asdict(self.model.cfg).items() if ck["model_config"].get(k) != v}
+            raise TrainingError(f"{path} was trained with another model config (now, checkpoint): {diff}")
+        self.model.load_state_dict(ck["model"])
+        self.optimizer.load_state_dict(ck["optimizer"]); self.scheduler.load_state_dict(ck["scheduler"])
+        self.scaler.load_state_dict(ck["scaler"])
+        self.train_stream.load_state_dict(ck["data"])
+        self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
+        self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
+        if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
+            rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path) if r["step"] <= self.step])
+        if self.is_main: print(f"resumed from {path} at step {self.step}")
+        return True
 
-def _save(self: Trainer) -> Path | None:
-    "Write a checkpoint of the current step (rank 0 writes; every rank must call it)."
-    state = _state(self)
-    if self.is_main: self.last_checkpoint = save_checkpoint(state, self.run_dir, self.step, self.cfg.keep_last)
-    self.saved_step = self.step
-    return self.last_checkpoint
+    def _log(self, record: dict):
+        if self.is_main: append_record(self.metrics_path, record)
 
-def _resume(self: Trainer) -> bool:
-    "Continue from the latest checkpoint in `run_dir`, if there is one."
-    path = latest_checkpoint(self.run_dir)
-    if path is None:
-        if self.is_main: print(f"no checkpoint in {self.run_dir}: starting a new run")
-        return False
-    ck = torch.load(path, map_location="cpu", weights_only=True)
-    if ck["model_config"] != asdict(self.model.cfg):
-        diff = {k: (v, ck["model_config"].get(k)) for k, v in asdict(self.model.cfg).items() if ck["model_config"].get(k) != v}
-        raise TrainingError(f"{path} was trained with another model config (now, checkpoint): {diff}")
-    self.model.load_state_dict(ck["model"])
-    self.optimizer.load_state_dict(ck["optimizer"]); self.scheduler.load_state_dict(ck["scheduler"])
-    self.scaler.load_state_dict(ck["scaler"])
-    self.train_stream.load_state_dict(ck["data"])
-    self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
-    self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
-    if self.is_main and self.metrics_path.is_file():
-        keep = [l for l in self.metrics_path.read_text().splitlines() if l and json.loads(l)["step"] <= self.step]
-        _atomic_write(self.metrics_path, lambda f: f.write("".join(l + "\n" for l in keep).encode()))
-    if self.is_main: print(f"resumed from {path} at step {self.step}")
-    return True
-
-Trainer.save, Trainer.resume = _save, _resume
-
-# %% ../nbs/09_train.ipynb #a4aa9425
-def _memory_mb(device) -> float:
-    if device.type == "cuda": return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-def _log(self: Trainer, record: dict):
-    if not self.is_main: return
-    with open(self.metrics_path, "a") as f: f.write(json.dumps(record) + "\n")
-
-def _fit(self: Trainer) -> dict:
-    "Train until `max_steps` or a signal; returns the last metrics (with 'stopped_by' when interrupted)."
-    cfg = self.cfg
-    if getattr(self, "_rng", None) is not None: set_rng_state(self._rng); self._rng = None
-    handlers = {}
-    def on_signal(signum, frame): self.stop_signal = signal.Signals(signum).name
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM): handlers[sig] = signal.signal(sig, on_signal)
-    bar = None
-    if self.is_main and cfg.progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
-    stream, last, window = iter(self.train_stream), {}, dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
-    try:
-        while self.step < cfg.max_steps and self.stop_agreed is None:
-            m = self.train_step([next(stream) for _ in range(self.accum)])
-            window["loss"] += m["loss"] * m["tokens"]; window["tokens"] += m["tokens"]; window["steps"] += 1
-            if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
-                dt = time.perf_counter() - window["t0"]
-                last = dict(step=self.step, loss=window["loss"] / window["tokens"], lr=m["lr"], grad_norm=m["grad_norm"],
-                            tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), time=time.time())
-                self._log(last); window = dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
-                if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
-            if bar: bar.update(1)
-            if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:
+    def fit(self) -> dict:
+        "Train until `max_steps` or a signal; returns the last metrics (with 'stopped_by' when interrupted)."
+        cfg = self.cfg
+        if self._rng is not None: set_rng_state(self._rng); self._rng = None
+        handlers = {}
+        def on_signal(signum, frame): self.stop_signal = signal.Signals(signum).name
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM): handlers[sig] = signal.signal(sig, on_signal)
+        bar = None
+        if self.is_main and cfg.progress:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
+        stream, last, window = iter(self.train_stream), {}, dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+        try:
+            while self.step < cfg.max_steps and self.stop_agreed is None:
+                m = self.train_step([next(stream) for _ in range(self.accum)])
+                window["loss"] += m["loss"] * m["tokens"]; window["tokens"] += m["tokens"]; window["steps"] += 1
+                if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
+                    dt = time.perf_counter() - window["t0"]
+                    last = dict(step=self.step, loss=window["loss"] / window["tokens"], lr=m["lr"], grad_norm=m["grad_norm"],
+                                tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), time=time.time())
+                    self._log(last); window = dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+                    if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
+                if bar: bar.update(1)
+                if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:
+                    v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
+                if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.max_steps: self.save()
+            if self.val_loader is not None and self.stop_agreed is None:
                 v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
-            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.max_steps: self.save()
-        if self.val_loader is not None and self.stop_agreed is None:
-            v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
-        if self.saved_step != self.step: self.save()
-    finally:
-        if bar: bar.close()
-        for sig, h in handlers.items(): signal.signal(sig, h)
-    if self.stop_agreed is not None:
-        last["stopped_by"] = self.stop_agreed
-        if self.is_main: print(f"stopped by {self.stop_agreed} at step {self.step}; checkpoint {self.last_checkpoint}")
-    return dict(last, step=self.step, checkpoint=str(self.last_checkpoint))
-
-Trainer._log, Trainer.fit = _log, _fit
+            if self.saved_step != self.step: self.save()
+        finally:
+            if bar: bar.close()
+            for sig, h in handlers.items(): signal.signal(sig, h)
+        if self.stop_agreed is not None:
+            last["stopped_by"] = self.stop_agreed
+            if self.is_main: print(f"stopped by {self.stop_agreed} at step {self.step}; checkpoint {self.last_checkpoint}", flush=True)
+        return dict(last, step=self.step, checkpoint=str(self.last_checkpoint))
 
 # %% ../nbs/09_train.ipynb #961208a7
 def max_tokens_for_memory(model: nn.Module, # the model to train, already on its device
@@ -483,58 +379,3 @@ def max_tokens_for_memory(model: nn.Module, # the model to train, already on its
     if best is None: raise TrainingError(f"a micro-batch of {start} tokens does not fit in {fraction:.0%} of the GPU's "
                                          f"{total / 2**30:.1f} GiB; lower start or seq_len")
     return best
-
-# %% ../nbs/09_train.ipynb #447e0d15
-def read_metrics(path: str | Path) -> list[dict]:
-    "The records of a metrics file (or of `run_dir/metrics.jsonl`)."
-    path = Path(path)
-    if path.is_dir(): path = path / "metrics.jsonl"
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-
-def plot_metrics(path: str | Path, # metrics.jsonl or a run directory
-                 title: str | None = None):
-    "Loss (train, validation), learning rate and tokens/s of a run against the optimizer step."
-    import matplotlib.pyplot as plt
-    recs = read_metrics(path)
-    train = [r for r in recs if "loss" in r]; val = [r for r in recs if "val_loss" in r]
-    fig, axs = plt.subplots(1, 3, figsize=(12, 3.2))
-    axs[0].plot([r["step"] for r in train], [r["loss"] for r in train], label="train (label-smoothed)")
-    if val:
-        axs[0].plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", label="validation (label-smoothed)")
-        axs[0].plot([r["step"] for r in val], [r["val_nll"] for r in val], "s--", label="validation cross-entropy")
-    axs[0].set_ylabel("loss per target token (nats)"); axs[0].legend(fontsize=8)
-    axs[1].plot([r["step"] for r in train], [r["lr"] for r in train]); axs[1].set_ylabel("learning rate")
-    axs[2].plot([r["step"] for r in train], [r["tokens_per_s"] for r in train]); axs[2].set_ylabel("target tokens / s")
-    for ax in axs: ax.set_xlabel("optimizer step")
-    if title: fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-# %% ../nbs/09_train.ipynb #dc407a65
-def average_checkpoints(paths: list[str | Path], # checkpoint files (at least one)
-                        out: str | Path | None = None, # where to write the averaged checkpoint (atomically)
-                       ) -> dict: # the averaged checkpoint
-    "Average the model weights of several checkpoints (the paper: the last 5 for base, 20 for big)."
-    if not paths: raise ValueError("average_checkpoints needs at least one checkpoint path")
-    cks = [load_checkpoint(p) for p in paths]
-    keys = list(cks[0]["model"])
-    for p, ck in zip(paths, cks):
-        if list(ck["model"]) != keys or ck["model_config"] != cks[0]["model_config"]:
-            raise ValueError(f"{p} has another model than {paths[0]}: cannot average them")
-    avg = {}
-    for k in keys:
-        t = cks[0]["model"][k]
-        avg[k] = (torch.stack([ck["model"][k].double() for ck in cks]).mean(0).to(t.dtype)
-                  if t.is_floating_point() else cks[-1]["model"][k])
-    last = cks[-1]
-    state = dict(format=last["format"], step=last["step"], model=avg, model_config=last["model_config"],
-                 train_config=last["train_config"], tokenizer=last["tokenizer"], extra=last.get("extra", {}),
-                 averaged=[str(p) for p in paths])
-    if out is not None: _atomic_write(Path(out), lambda f: torch.save(state, f))
-    return state
-
-def average_last(run_dir: str | Path, n: int, out: str | Path | None = None) -> dict:
-    "Average the last `n` checkpoints of a run into `out` (default `run_dir/averaged_last{n}.pt`)."
-    paths = list_checkpoints(run_dir)[-n:]
-    if len(paths) < n: raise ValueError(f"{run_dir} has {len(paths)} checkpoints, fewer than n={n} (raise keep_last)")
-    return average_checkpoints(paths, out or Path(run_dir) / f"averaged_last{n}.pt")

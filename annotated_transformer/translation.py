@@ -4,34 +4,22 @@
 
 # %% ../nbs/11_translation.ipynb #58a05aa9
 from __future__ import annotations
-import argparse, json, os, platform, re, shutil, statistics, sys, time
-from dataclasses import asdict, replace
+import json, re, time
+from dataclasses import asdict
 from pathlib import Path
 import torch
 import sacrebleu
 from sacremoses import MosesTokenizer
-from .data import Corpus, SubwordTokenizer, RECIPES, load_recipe
+from .data import Corpus, SubwordTokenizer, RECIPES
 from .model import Transformer, count_parameters
-from .train import (load_checkpoint, list_checkpoints, average_checkpoints, model_from_checkpoint,
-                                         read_metrics, plot_metrics, _atomic_write)
-from .translate import translate, bleu_scores, plot_attention
-from .tasks import task_preset, TASKS, ModelSpec
+from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, atomic_write
+from .runs import training_summary, hardware
+from .inference import translate, bleu_scores, load_translator
+from .tasks import task_preset, ModelSpec
 
 # %% auto #0
-__all__ = ['model_and_tokenizer', 'checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages',
-           'training_summary', 'active_seconds', 'hardware', 'train_command', 'evaluate_run', 'evaluate_main']
-
-# %% ../nbs/11_translation.ipynb #2a3e045d
-def model_and_tokenizer(ckpt: dict | str | Path, # a trainer checkpoint: loaded, a file, or a run directory (its latest)
-                       ) -> tuple[Transformer, SubwordTokenizer]: # the model in eval mode and its tokenizer
-    "The model and tokenizer of a trainer checkpoint."
-    if not isinstance(ckpt, dict): ckpt = load_checkpoint(ckpt)
-    if ckpt.get("tokenizer") is None:
-        raise ValueError("the checkpoint holds no tokenizer (a run on token ids, like the copy task, cannot translate text)")
-    model, tok = model_from_checkpoint(ckpt), SubwordTokenizer.from_state_dict(ckpt["tokenizer"])
-    if tok.vocab_size != model.cfg.tgt_vocab_size:
-        raise ValueError(f"the checkpoint's tokenizer has {tok.vocab_size} pieces but its model {model.cfg.tgt_vocab_size}")
-    return model, tok
+__all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'train_command',
+           'evaluate_run']
 
 # %% ../nbs/11_translation.ipynb #32802a0c
 def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
@@ -39,8 +27,8 @@ def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
                          ) -> dict[str, dict]: # name -> checkpoint ("last", "avg3", ...)
     "The last checkpoint of a run and the averages of its last n checkpoints."
     paths = list_checkpoints(run_dir)
-    if not paths: raise FileNotFoundError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
-    out = {"last": load_checkpoint(paths[-1])}
+    if not paths: raise CheckpointError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    out = {"last": read_checkpoint(paths[-1])}
     for n in average:
         if 1 < n <= len(paths): out[f"avg{n}"] = average_checkpoints(paths[-n:])
     return out
@@ -83,37 +71,10 @@ def run_languages(ckpt: dict) -> tuple[str | None, str | None]:
     default = getattr(RECIPES.get(spec.get("recipe")), "langs", (None, None))
     return spec.get("src_lang") or default[0], spec.get("tgt_lang") or default[1]
 
-# %% ../nbs/11_translation.ipynb #4f6388f9
-def training_summary(run_dir: str | Path) -> dict:
-    "Steps, wall time, throughput and losses of a run, from its metrics file."
-    run_dir = Path(run_dir); recs = read_metrics(run_dir)
-    train, val = [r for r in recs if "loss" in r], [r for r in recs if "val_loss" in r]
-    if not train: raise ValueError(f"{run_dir / 'metrics.jsonl'} has no training records")
-    start = run_dir / "tokenizer" / SubwordTokenizer.model_file
-    t0 = start.stat().st_mtime if start.is_file() else None
-    return dict(logged_steps=train[-1]["step"], train_wall_s=round(recs[-1]["time"] - t0, 1) if t0 else None,
-                tokens_per_s_median=round(statistics.median(r["tokens_per_s"] for r in train), 1),
-                peak_mem_mb=round(max(r["mem_mb"] for r in train), 1), final_train_loss=train[-1]["loss"],
-                val=[dict(step=r["step"], val_loss=r["val_loss"], val_nll=r["val_nll"], val_ppl=r["val_ppl"]) for r in val])
-
-def active_seconds(run_dir: str | Path, # a run directory or its metrics.jsonl
-                   gap: float = 120.0) -> float:
-    "Training time from the metrics: the sum of the intervals between records, leaving out pauses longer than `gap` (a resume)."
-    ts = [r["time"] for r in read_metrics(run_dir)]
-    return round(sum(b - a for a, b in zip(ts, ts[1:]) if b - a < gap), 1)
-
-def hardware() -> dict:
-    "CPU model, core count, torch threads, GPU (if any) and library versions of this machine."
-    cpu = platform.processor()
-    if Path("/proc/cpuinfo").is_file():
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
-    return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
-                gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, torch=torch.__version__,
-                sacrebleu=sacrebleu.__version__, python=platform.python_version())
-
 # %% ../nbs/11_translation.ipynb #f24660b0
-def train_command(ckpt: dict, task: str = "multi30k") -> str:
-    "The `at-train` command line that gives a checkpoint's settings: its differences from the task preset."
+def train_command(ckpt: dict, task: str | None = "multi30k") -> str:
+    "The `at-train` command line that gives a checkpoint's settings: its differences from the task preset (None: no task known)."
+    if task is None: return "unknown: the run was not started by at-train (it records no task)"
     parts = ["at-train", task]
     saved = [ckpt["model_config"], ckpt["train_config"], ckpt.get("extra", {}).get("data", {})]
     if saved[0].get("model") == "rnn":  # the RNN baseline: --model rnn and its ModelSpec options
@@ -122,7 +83,7 @@ def train_command(ckpt: dict, task: str = "multi30k") -> str:
         for k, f in (("cell", "rnn_cell"), ("attention", "rnn_attention"), ("bidirectional", "rnn_bidirectional"), ("window", "rnn_window")):
             if k in m and m[k] != getattr(spec, f):
                 parts += [f"--{f}" if m[k] is True else f"--no-{f}"] if isinstance(m[k], bool) else [f"--{f}", str(m[k])]
-    for preset, s in zip(task_preset(task), saved):
+    for preset, s in zip(task_preset(task), saved):  # the task `at-train` recorded
         for k, v in asdict(preset).items():
             if k in ("src_vocab_size", "tgt_vocab_size", "resume", "progress") or k not in s or s[k] == v: continue
             new = s[k]
@@ -138,7 +99,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  average: tuple[int, ...] = (3, 5), # candidate averages of the last n checkpoints
                  beam_size: int = 4, alpha: float = 0.6, # test decoding (§6.1)
                  select_beam: int = 1, # beam used to score the candidates on `valid`
-                 task: str = "multi30k", # the preset the run was started from (for the command line)
+                 task: str | None = "multi30k", # the task at-train recorded (for the command line; None: not an at-train run)
                  batch_size: int = 64) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
@@ -146,17 +107,13 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
     src_lang, lang = run_languages(cands["last"])
     selection = {}
     for name, ck in cands.items():
-        model, tok = model_and_tokenizer(ck)
+        model, tok = load_translator(ck)
         r = score_corpus(model, tok, valid, select_beam, alpha, batch_size)
         selection[name] = dict(step=ck["step"], n_averaged=len(ck.get("averaged", [None])), valid_bleu=r["bleu"],
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
     chosen = max(selection, key=lambda n: selection[n]["valid_bleu"])
-    model, tok = model_and_tokenizer(cands[chosen])
+    model, tok = load_translator(cands[chosen])
     beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang) for k in (beam_size, 1))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "test.beam.txt").write_text("".join(h + "\n" for h in beam["hyps"]), encoding="utf-8")
-    (out / "test.greedy.txt").write_text("".join(h + "\n" for h in greedy["hyps"]), encoding="utf-8")
-    shutil.copyfile(run_dir / "metrics.jsonl", out / "metrics.jsonl")
     last = cands["last"]
     scores = lambda r: {k: v for k, v in r.items() if k != "hyps"}
     res = dict(task=task, splits=f"chosen on {valid.name} {valid.split}, reported on {test.name} {test.split}",
@@ -168,49 +125,10 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                parameters=count_parameters(model), steps=last["step"], model_config=last["model_config"],
                train_config=last["train_config"], precision=last["train_config"]["precision"],
                command=train_command(last, task), training=training_summary(run_dir), hardware=hardware())
-    (out / "results.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    metrics = (run_dir / "metrics.jsonl").read_bytes()
+    out.mkdir(parents=True, exist_ok=True)  # every file is complete before any is replaced: a failure above leaves the old results
+    atomic_write(out / "test.beam.txt", "".join(h + "\n" for h in beam["hyps"]))
+    atomic_write(out / "test.greedy.txt", "".join(h + "\n" for h in greedy["hyps"]))
+    atomic_write(out / "metrics.jsonl", metrics)
+    atomic_write(out / "results.json", json.dumps(res, indent=1) + "\n")
     return res
-
-# %% ../nbs/11_translation.ipynb #3e00b15c
-def evaluate_main(argv: list[str] | None = None) -> int:
-    "Console script `at-evaluate`: choose a checkpoint or average of a run on validation, decode a test split, write results."
-    p = argparse.ArgumentParser(prog="at-evaluate", description="Choose the last checkpoint or an average of the last n on a "
-                                "validation split, decode a test split with beam search and greedily, write results.json (§6.1).")
-    p.add_argument("run_dir", help="the trainer's run directory")
-    p.add_argument("--test", required=True, help="the split to report on, e.g. test (multi30k) or newstest2014 (wmt14)")
-    p.add_argument("--out", required=True, help="directory for results.json, the hypotheses and a copy of metrics.jsonl")
-    p.add_argument("--recipe", default=None, help="corpus recipe (default: the run's)")
-    p.add_argument("--valid", default=None, help="split to choose on (default: the run's validation split)")
-    p.add_argument("--data_dir", default=None, help="data directory (default: the run's, else the default)")
-    p.add_argument("--src_lang", default=None, help="source language (default: the run's)")
-    p.add_argument("--tgt_lang", default=None, help="target language (default: the run's)")
-    p.add_argument("--average", type=int, nargs="*", default=[5], help="candidate averages of the last n checkpoints (§6.1: 5 base, 20 big)")
-    p.add_argument("--beam", type=int, default=4, help="test beam size (§6.1: 4)")
-    p.add_argument("--alpha", type=float, default=0.6, help="length penalty (§6.1: 0.6)")
-    p.add_argument("--select-beam", type=int, default=1, help="beam used on the validation split to choose")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--save-chosen", default=None, help="write the chosen checkpoint (or average) to this file")
-    a = p.parse_args(argv)
-    try:
-        paths = list_checkpoints(a.run_dir)
-        if not paths: raise FileNotFoundError(f"{a.run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
-        ck = load_checkpoint(paths[-1])
-        spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
-        recipe = a.recipe or spec.get("recipe")
-        if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
-        kw = dict(data_dir=a.data_dir or spec.get("data_dir") or None, src_lang=a.src_lang or src, tgt_lang=a.tgt_lang or tgt)
-        valid = load_recipe(recipe, a.valid or spec.get("valid_split") or "val", **kw)
-        test = load_recipe(recipe, a.test, **kw)
-        task = ck.get("extra", {}).get("task") or recipe
-        task = task if task in TASKS else next((t for t in TASKS if t.startswith(recipe)), "multi30k")  # any preset of the family
-        res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"at-evaluate: error: {e}", file=sys.stderr); return 1
-    if a.save_chosen:
-        chosen = checkpoint_candidates(a.run_dir, tuple(a.average))[res["chosen"]]
-        _atomic_write(Path(a.save_chosen), lambda f: torch.save(chosen, f))
-    b = res["test_beam"]
-    paper = f", paper-style {b['bleu_paper']:.2f}" if "bleu_paper" in b else ""
-    print(f"chosen: {res['chosen']} | {test.name} {test.split}: BLEU {b['bleu']:.2f} ({b['bleu_signature']}){paper}, "
-          f"greedy BLEU {res['test_greedy']['bleu']:.2f} -> {a.out}/results.json")
-    return 0

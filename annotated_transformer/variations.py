@@ -4,22 +4,23 @@
 
 # %% ../nbs/12_variations.ipynb #8bcfac4d
 from __future__ import annotations
-import argparse, csv, json, math, shutil, sys, time
-from dataclasses import dataclass, asdict, replace
+import csv, io, json, math, shutil, time
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import torch
-from .config import TransformerConfig
+from .config import TransformerConfig, TrainConfig
 from .data import load_recipe, encode_pairs, SubwordTokenizer, Corpus
 from .batching import make_loader
 from .model import make_model, count_parameters
-from .train import Trainer, TrainerConfig, seed_everything, read_metrics
-from .translation import score_corpus, hardware
+from .train import Trainer, seed_everything
+from .checkpoint import warn, atomic_write
+from .runs import hardware
+from .translation import score_corpus
 
 # %% auto #0
 __all__ = ['PAPER_BASE', 'PAPER_CITATION', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'PaperRow',
            'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'train_row', 'read_table', 'run_grid', 'build_parser', 'main', 'compare', 'plot_table3',
-           'trend_checks']
+           'GridSettings', 'train_row', 'read_table', 'run_grid', 'compare', 'plot_table3', 'trend_checks']
 
 # %% ../nbs/12_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -163,6 +164,20 @@ class GridSettings:
     n_train: int = 0  # first n training pairs (0: all)
     n_valid: int = 0  # first n dev pairs (0: all)
 
+    def __post_init__(self):
+        for name, low in (("steps", 1), ("max_tokens", 1), ("warmup_steps", 0), ("vocab_size", 16), ("width", 1), ("depth", 1),
+                          ("max_len", 8), ("beam_size", 1), ("n_train", 0), ("n_valid", 0)):
+            if getattr(self, name) < low: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
+        for name in ("lr_factor", "alpha"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v < 0 or (v == 0 and name == "lr_factor"): raise ValueError(f"{name}={v}: expected a finite number > 0")
+        if self.device not in ("cpu", "cuda", "auto") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device={self.device!r}: expected 'cpu', 'cuda' or 'auto'")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"): raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
+        for r in PAPER_TABLE3:  # every row must scale by this rule (the width divides every width of Table 3)
+            try: scale_config(paper_config(r), self.width, self.depth)
+            except ValueError as e: raise ValueError(f"width={self.width}: {e}") from None
+
     def warmup(self) -> int: return self.warmup_steps or max(1, self.steps // 4)
 
 def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Path) -> dict:
@@ -170,7 +185,7 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
     seed_everything(s.seed)
     model = make_model(cfg)
-    tcfg = TrainerConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
+    tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
                          seed=s.seed, device=s.device, precision=s.precision, eval_every=0, save_every=0, keep_last=1,
                          log_every=max(1, s.steps // 20), run_dir=str(run_dir), progress=False)
     train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
@@ -195,8 +210,10 @@ CSV_FIELDS = ["row", "group", "changed", "n_layers", "d_model", "d_ff", "n_heads
               "positional", "params", "dev_ppl", "dev_nll", "dev_bleu", "dev_chrf", "final_train_loss", "steps",
               "train_seconds", "bleu_seconds", "paper_ppl", "paper_bleu", "paper_params_m"]
 
-def read_table(path: str | Path) -> list[dict]:
-    "The rows of a table3.csv written by `run_grid`, numbers parsed."
+def read_table(path: str | Path, # table3.csv, or the grid's directory
+               repair: bool = False, # rewrite the file without a torn last row (before appending to it)
+              ) -> list[dict]:
+    "The rows of a table3.csv written by `run_grid`, numbers parsed; a torn last row (a crash mid-write) is dropped with a warning."
     path = Path(path)
     if path.is_dir(): path = path / "table3.csv"
     def num(v):
@@ -205,18 +222,25 @@ def read_table(path: str | Path) -> list[dict]:
         except ValueError:
             try: return float(v)
             except ValueError: return v
-    with open(path, newline="", encoding="utf-8") as f:
-        return [{k: (v if k in ("row", "group", "changed", "positional") else num(v)) for k, v in r.items()}
-                for r in csv.DictReader(f)]
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    width = len(next(csv.reader(lines[:1]), []))
+    if len(lines) > 1 and (not lines[-1].endswith("\n") or len(next(csv.reader(lines[-1:]))) != width):
+        warn(f"{path}, line {len(lines)}: dropped a torn last row (a write that did not finish); the row runs again")
+        lines = lines[:-1]
+        if repair: atomic_write(path, "".join(lines))
+    return [{k: (v if k in ("row", "group", "changed", "positional") else num(v)) for k, v in r.items()}
+            for r in csv.DictReader(io.StringIO("".join(lines)))]
 
-def _check_settings(out: Path, s: GridSettings):
+def _check_settings(out: Path, s: GridSettings, write: bool = False):
     p = out / "settings.json"
-    if p.is_file():
-        old = json.loads(p.read_text())
+    if p.exists():
+        try: old = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{p}: not a settings file this grid wrote ({e}); move it away or choose another --out") from None
         diff = {k: (old.get(k), v) for k, v in asdict(s).items() if old.get(k) != v}
         if diff: raise ValueError(f"{p} was written with other settings (stored, now): {diff}; "
                                   "use another --out for another budget")
-    else: p.write_text(json.dumps(dict(asdict(s), hardware=hardware()), indent=1) + "\n")
+    elif write: atomic_write(p, json.dumps(dict(asdict(s), hardware=hardware()), indent=1) + "\n")
 
 def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the paper's order)
              s: GridSettings, out: str | Path, # settings; output directory
@@ -229,11 +253,14 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
     out = Path(out); out.mkdir(parents=True, exist_ok=True); (out / "metrics").mkdir(exist_ok=True)
     _check_settings(out, s)
     csv_path = out / "table3.csv"
-    done = {r["row"] for r in read_table(csv_path)} if csv_path.is_file() else set()
+    if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
+    try: done = {r["row"] for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
+    except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
     todo = [n for n in names if n not in done]
     if done & set(names): log(f"{len(done & set(names))} row(s) already in {csv_path}: skipped")
     if not todo: return read_table(csv_path)
     data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)
+    _check_settings(out, s, write=True)  # written once the data is ready: a grid that cannot start leaves nothing
     run_root = Path(run_root or out / "runs")
     for name in todo:
         run_dir = run_root / _slug(name)
@@ -253,36 +280,6 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
-
-# %% ../nbs/12_variations.ipynb #b942b8bc
-def build_parser() -> argparse.ArgumentParser:
-    "Options: --rows, --out, --data_dir, --run_root, --keep_runs, and every `GridSettings` field."
-    p = argparse.ArgumentParser(prog="python -m annotated_transformer.variations",
-                                description="Train the rows of Table 3 (scaled down) on Multi30k and write table3.csv.")
-    p.add_argument("--rows", nargs="*", default=None, help=f"rows to run (default: all): {', '.join(ROWS)}")
-    p.add_argument("--out", required=True, help="output directory, e.g. results/variations/cpu-600")
-    p.add_argument("--data_dir", default=None, help="data directory (default: ./shared/data or $AT_DATA_DIR)")
-    p.add_argument("--run_root", default=None, help="scratch run directories (default OUT/runs)")
-    p.add_argument("--keep_runs", action="store_true", help="keep each row's checkpoint")
-    for k, v in asdict(GridSettings()).items():
-        if isinstance(v, bool): p.add_argument(f"--{k}", action=argparse.BooleanOptionalAction, default=v)
-        else: p.add_argument(f"--{k}", type=type(v), default=v)
-    return p
-
-def main(argv: list[str] | None = None) -> int:
-    "Entry point: parse the options and run the grid."
-    a = vars(build_parser().parse_args(argv))
-    s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})
-    if s.device == "cuda" and not torch.cuda.is_available(): raise SystemExit("--device cuda but CUDA is not available")
-    try: run_grid(a["rows"], s, a["out"], a["data_dir"], a["run_root"], a["keep_runs"])
-    except KeyboardInterrupt as e:
-        print(f"interrupted: {e or 'KeyboardInterrupt'}; rows already in the CSV are kept, run again to resume", file=sys.stderr)
-        return 130
-    return 0
-
-# %% ../nbs/12_variations.ipynb #939d0214
-#| eval: false
-if __name__ == "__main__": sys.exit(main())
 
 # %% ../nbs/12_variations.ipynb #328cab10
 def compare(rows: list[dict]) -> list[dict]:

@@ -1,7 +1,8 @@
 "`at-train` as a user runs it: one command line for every task, help for every option, the copy task end to end."
 import json, os, shutil, subprocess, sys, pytest, torch
-from annotated_transformer.tasks import build_parser, parse_args, find_task, TASKS, TASK_DESCRIPTIONS, task_description
-from annotated_transformer.train import model_from_checkpoint
+from annotated_transformer.cli import build_parser, parse_args, find_task
+from annotated_transformer.tasks import TASKS
+from annotated_transformer.checkpoint import load_model
 from annotated_transformer.copy_task import copy_accuracy
 
 def at_train(*args, cwd, timeout=900):
@@ -18,7 +19,7 @@ def test_short_run_writes_a_self_describing_checkpoint(tmp_path):
     assert r.stdout.count("precision ") >= 1 and "(auto: " in r.stdout  # the choice and its reason, said once
     assert "train:" in r.stderr and "40/40" in r.stderr  # the progress bar, as for every task
     res = json.loads((tmp_path / "run" / "results.json").read_text())
-    model = model_from_checkpoint(tmp_path / "run" / "ckpt_0000040.pt")  # no flags: the config is inside
+    model = load_model(tmp_path / "run" / "ckpt_0000040.pt")  # no flags: the config is inside
     assert model.cfg.__dict__ == res["config"]
     acc, _, _ = copy_accuracy(model, n=100)
     assert 0.0 <= acc <= 1.0 and res["steps"] == 40 and res["precision"] in ("fp32", "bf16")
@@ -54,18 +55,20 @@ def test_copy_takes_the_same_options_as_every_task():
 def test_dashes_underscores_and_option_order_agree():
     a = parse_args(["--max-steps", "7", "copy", "--run-dir", "r", "--no-progress", "--d-model", "32"])
     b = parse_args(["copy", "--max_steps", "7", "--run_dir", "r", "--no-progress", "--d_model", "32"])
-    assert a == b and (a[0].d_model, a[1].max_steps, a[1].run_dir) == (32, 7, "r")
+    assert a == b and (a[0], a[1].d_model, a[2].max_steps, a[2].run_dir) == ("copy", 32, 7, "r")
     assert find_task(["--precision", "fp32", "--betas", "0.9", "0.99", "ptb-small"]) == "ptb-small"
 
 def test_unknown_option_is_an_error_with_usage(tmp_path):
     r = at_train("copy", "--stepz", "5", cwd=tmp_path, timeout=120)
-    assert r.returncode == 2 and "unrecognized arguments: --stepz" in r.stderr and "usage: at-train TASK" in r.stderr
+    assert r.returncode == 2 and "unrecognized option --stepz" in r.stderr and "usage: at-train TASK" in r.stderr
 
-def test_register_task_description():
-    from annotated_transformer.tasks import register_task, task_preset
-    register_task("copy-tmp", lambda: task_preset("copy"))
-    try: assert task_description("copy-tmp").startswith("copy data, 2 layers")  # made from the preset
-    finally: del TASKS["copy-tmp"], TASK_DESCRIPTIONS["copy-tmp"]
+def test_tasks_are_values_not_registrations():
+    "Importing a module adds no task: TASKS is written out in tasks.py, parsing included, each with its description."
+    import importlib, annotated_transformer.parser, annotated_transformer.translation
+    before = dict(TASKS)
+    for m in ("parser", "translation", "variations", "bench", "cli"): importlib.reload(importlib.import_module(f"annotated_transformer.{m}"))
+    assert TASKS == before and {"copy", "multi30k", "ptb", "ptb-small", "ptb-sample"} <= set(TASKS)
+    assert all(len(t.description) > 10 and t.kind in ("copy", "translation", "parsing") for t in TASKS.values())
 
 @pytest.mark.slow
 def test_full_copy_run_reaches_99_percent(tmp_path):
@@ -77,8 +80,8 @@ def test_full_copy_run_reaches_99_percent(tmp_path):
 
 @pytest.mark.parametrize("opt", [["--max-steps", "0"], ["--max-steps", "-3"], ["--keep-last", "0"]])
 def test_config_checks_are_one_line_errors(opt, capsys):
-    "A value the config itself refuses (TrainerConfig.__post_init__) is a usage error, not a traceback."
-    from annotated_transformer.tasks import parse_args
+    "A value the config itself refuses (TrainConfig.__post_init__) is a usage error, not a traceback."
+    from annotated_transformer.cli import parse_args
     with pytest.raises(SystemExit) as e: parse_args(["copy", *opt])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -5,9 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer.data import (MULTI30K_SHA256, Corpus, SubwordTokenizer, copy_task_pairs, default_data_dir,
-                                        download_multi30k, encode_pairs, fetch, load_recipe, read_lines, read_parallel,
-                                        sha256_file)
+from annotated_transformer.data import MULTI30K_SHA256, Corpus, SubwordTokenizer, copy_task_pairs, default_data_dir, download_multi30k, encode_pairs, fetch, load_recipe, read_lines, read_parallel, sha256_file
 from annotated_transformer.batching import TokenBatchSampler, collate, make_loader
 
 MULTI30K = default_data_dir() / "multi30k"

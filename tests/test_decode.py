@@ -1,16 +1,16 @@
-"Beam search, the key/value cache, BLEU, `at-translate` and its bad inputs (08_decode, 08b_translate)."
+"Beam search, the key/value cache, BLEU, `at-translate` and its bad inputs (08_decode, 08b_inference)."
 import random, subprocess, sys
 from dataclasses import asdict
 from pathlib import Path
 import pytest
+from annotated_transformer.checkpoint import CheckpointError
 import torch
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.attention import padding_mask
 from annotated_transformer.data import SubwordTokenizer
-from annotated_transformer.decode import (DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit,
-                                          score_hypothesis)
-from annotated_transformer.translate import bleu_scores, load_checkpoint, plot_attention, translate
+from annotated_transformer.decode import DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
+from annotated_transformer.inference import bleu_scores, load_translator, plot_attention, translate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -113,7 +113,7 @@ def run_dir(tmp_path_factory):
     return d
 
 def at_translate(*args, stdin=None):
-    cmd = [sys.executable, "-c", "from annotated_transformer.translate import translate_main; translate_main()", *map(str, args)]
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import translate_main; sys.exit(translate_main())", *map(str, args)]
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
 
@@ -131,11 +131,11 @@ def test_cli_file_matches_function(run_dir, tmp_path):
     r = at_translate("--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output", tmp_path / "out.txt",
                      "--beam", "4", "--max-len-b", "5")
     assert r.returncode == 0, r.stderr
-    model, tok = load_checkpoint(run_dir / "checkpoint.pt")
+    model, tok = load_translator(run_dir / "checkpoint.pt")
     assert (tmp_path / "out.txt").read_text().split("\n")[:-1] == translate(model, tok, lines, max_len_b=5)
 
 def test_too_long_line_warns_and_truncates_or_errors(run_dir):
-    model, tok = load_checkpoint(run_dir / "checkpoint.pt")
+    model, tok = load_translator(run_dir / "checkpoint.pt")
     long = " ".join(["a"] * 40)  # 40 tokens + EOS > max_len 32
     with pytest.warns(UserWarning, match=r"input line 2: 40 tokens \+ EOS exceed the model's max_len=32; truncated to its first 31"):
         out = translate(model, tok, ["a b", long], beam_size=2)
@@ -150,18 +150,18 @@ def test_vocab_mismatch_is_refused(run_dir, tmp_path):
     other = SubwordTokenizer.train([" ".join("abcdefghijklmnop")] * 50, vocab_size=30, byte_fallback=False)
     other.save(tmp_path)
     with pytest.raises(ValueError, match="vocabulary mismatch: the tokenizer at .* has 30 pieces but the model .* src_vocab_size=25"):
-        load_checkpoint(run_dir / "checkpoint.pt", tmp_path)
+        load_translator(run_dir / "checkpoint.pt", tmp_path)
     r = at_translate("--checkpoint", run_dir / "checkpoint.pt", "--tokenizer", tmp_path, stdin="a b\n")
     assert r.returncode != 0 and "vocabulary mismatch" in r.stderr
 
 def test_missing_checkpoint_or_tokenizer(run_dir, tmp_path):
-    with pytest.raises(FileNotFoundError, match="checkpoint not found"): load_checkpoint(tmp_path / "nope.pt")
+    with pytest.raises(CheckpointError, match="checkpoint not found"): load_translator(tmp_path / "nope.pt")
     (tmp_path / "ck.pt").write_bytes((run_dir / "checkpoint.pt").read_bytes())
-    with pytest.raises(FileNotFoundError, match="no tokenizer inside the checkpoint"): load_checkpoint(tmp_path / "ck.pt")
+    with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint"): load_translator(tmp_path / "ck.pt")
 
 def test_attention_axes_labelled_with_right_tokens(run_dir):
     import matplotlib; matplotlib.use("Agg")
-    model, tok = load_checkpoint(run_dir / "checkpoint.pt")
+    model, tok = load_translator(run_dir / "checkpoint.pt")
     src, tgt = tok.encode("a b c d e") + [2], [1] + tok.encode("f g h")  # S = 6, T = 4: the axes cannot be confused
     pieces = lambda ids: [tok.sp.id_to_piece(i) for i in ids]
     for kind, (y, x) in {"cross": (tgt, src), "encoder": (src, src), "self": (tgt, tgt)}.items():
@@ -173,8 +173,8 @@ def test_attention_axes_labelled_with_right_tokens(run_dir):
 
 def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path):
     "`at-train` writes checkpoints with the trainer's keys (model_config, embedded tokenizer): at-translate must read them."
-    from annotated_transformer.train import save_checkpoint, load_checkpoint as load_train_checkpoint
-    model, tok = load_checkpoint(run_dir / "checkpoint.pt")
+    from annotated_transformer.checkpoint import save_checkpoint, load_checkpoint as load_train_checkpoint
+    model, tok = load_translator(run_dir / "checkpoint.pt")
     state = dict(format=1, step=3, model=model.state_dict(), model_config=asdict(model.cfg), train_config={},
                  tokenizer=tok.state_dict(), extra={})
     (tmp_path / "trainer_run").mkdir()  # the trainer creates it (check_writable) before saving

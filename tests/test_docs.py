@@ -197,7 +197,7 @@ def test_code_fits_the_column(site):
 
 def test_no_stray_notebook_pages(built_docs):
     "`*.nbconvert.ipynb` and checkpoint copies beside the notebooks are not pages"
-    stray = [p.name for p in built_docs.glob('*.html') if 'nbconvert' in p.name or 'checkpoint' in p.name]
+    stray = [p.name for p in built_docs.glob('*.html') if 'nbconvert' in p.name or p.stem.endswith('-checkpoint')]
     assert not stray, stray
 
 

@@ -1,7 +1,7 @@
 "`at-train multi30k` then `at-evaluate` as a user runs them, in both directions, on a tiny corpus in the Multi30k layout."
 import json, os, random, shutil, subprocess, sys
 import pytest
-from annotated_transformer.train import load_checkpoint
+from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.translation import paper_bleu, paper_tokenize
 
 LEX = dict(ein="a", mann="man", hund="dog", läuft="runs", sitzt="sits", auf="on", dem="the", gras="grass", rot="red")
@@ -49,7 +49,7 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt):
 
 def test_evaluate_errors(tmp_path):
     r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path / "nothing"), "--test", "test", "--out", str(tmp_path), cwd=tmp_path)
-    assert r.returncode == 1 and "no checkpoints" in r.stderr
+    assert r.returncode == 1 and "not a run directory" in r.stderr
     r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 2 and "--test" in r.stderr
 

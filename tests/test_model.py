@@ -2,8 +2,7 @@
 import io, pytest, torch, torch.nn as nn
 from dataclasses import asdict
 from annotated_transformer.config import TransformerConfig, config_from_dict
-from annotated_transformer.attention import (MultiHeadAttention, attention, causal_mask, padding_mask, merge_masks,
-                                             copy_to_torch_mha)
+from annotated_transformer.attention import MultiHeadAttention, attention, causal_mask, padding_mask, merge_masks, copy_to_torch_mha
 from annotated_transformer.layers import EncoderLayer, DecoderLayer, copy_to_torch_layer
 from annotated_transformer.embeddings import PositionalEncoding
 from annotated_transformer.model import make_model, count_parameters

@@ -8,10 +8,8 @@ import torch.nn.functional as F
 
 from annotated_transformer.config import TrainConfig, TransformerConfig
 from annotated_transformer.model import make_model
-from annotated_transformer.loss import (LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy,
-                                        chunked_label_smoothed_cross_entropy, smooth_targets)
-from annotated_transformer.optim import (make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl,
-                                         ADAM_IMPLS)
+from annotated_transformer.loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy, chunked_label_smoothed_cross_entropy, smooth_targets
+from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, ADAM_IMPLS
 
 
 def equation_3(step, d_model, warmup):  # the paper's formula, typed in independently of noam_lr

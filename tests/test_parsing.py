@@ -1,13 +1,16 @@
 "Parsing (§6.3): tree reading, linearization, repair, the EVALB scorer on hand-worked examples, and at-parse end to end."
 import gzip, random, subprocess, sys
 import pytest, torch
-from annotated_transformer.parsing import (TreeConstraint, evaluate_decoding, Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize,
-                                           evalb, evalb_sentence, evalb_brackets, with_tags, ParsingVocab, encode_trees,
-                                           ptb_trees, sample_trees, parse, parse_main, load_parser, EvalbParams, train_main)
+from annotated_transformer.parser import TreeConstraint, evaluate_decoding, ParsingVocab, encode_trees, parse, load_parser
+from annotated_transformer.trees import Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize, ptb_trees, sample_trees
+from annotated_transformer.evalb import evalb, evalb_sentence, evalb_brackets, with_tags, EvalbParams
+from annotated_transformer.cli import parse_main, train_main
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.batching import make_loader
-from annotated_transformer.train import Trainer, TrainerConfig, seed_everything, load_checkpoint
+from annotated_transformer.train import Trainer, seed_everything
+from annotated_transformer.config import TrainConfig
+from annotated_transformer.checkpoint import load_checkpoint
 
 GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"
 
@@ -170,7 +173,7 @@ def tiny_checkpoint(tmp_path_factory):
     vocab = ParsingVocab.build(trees, vocab_size=300)
     cfg = TransformerConfig.tiny(src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size,
                                  tie_embeddings=False, max_len=128, norm_first=True)
-    tcfg = TrainerConfig(max_steps=300, warmup_steps=60, max_tokens=800, log_every=30, eval_every=0, save_every=0,
+    tcfg = TrainConfig(max_steps=300, warmup_steps=60, max_tokens=800, log_every=30, eval_every=0, save_every=0,
                          run_dir=str(run), progress=False, device="cpu")
     pairs, _ = encode_trees(trees, vocab, cfg.max_len)
     Trainer(make_model(cfg), tcfg, make_loader(pairs, tcfg.max_tokens, seed=0), tokenizer=vocab).fit()
@@ -197,7 +200,7 @@ def test_at_parse_end_to_end(tiny_checkpoint, tmp_path, capsys):
 def test_at_parse_greedy_subprocess_and_errors(tiny_checkpoint, tmp_path):
     run, golds = tiny_checkpoint
     gold = tmp_path / "gold.clean"; gold.write_text("".join(str(g) + "\n" for g in golds))
-    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.parsing import parse_main; sys.exit(parse_main())"]
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import parse_main; sys.exit(parse_main())"]
     r = subprocess.run(cmd + ["--checkpoint", str(run), "--gold", str(gold), "--beam", "1"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 20 and "EVALB (COLLINS.prm)" in r.stderr
@@ -272,7 +275,7 @@ def _bad_inputs(tmp_path, run):
         (["--checkpoint", str(ck / "empty_run"), "--input", good], "no checkpoint in"),
         (["--checkpoint", str(ck / "truncated.pt"), "--input", good], "not a readable checkpoint"),
         (["--checkpoint", str(ck / "text.pt"), "--input", good], "not a readable checkpoint"),
-        (["--checkpoint", str(ck / "list.pt"), "--input", good], "not a trainer checkpoint"),
+        (["--checkpoint", str(ck / "list.pt"), "--input", good], "not a checkpoint of this package"),
         (["--checkpoint", str(ck / "translation.pt"), "--input", good], "no parsing vocabulary"),
         (["--checkpoint", c, "--input", str(tmp_path / "missing.txt")], "missing.txt"),
         (["--checkpoint", c, "--input", str(tmp_path)], "is a directory"),
@@ -318,7 +321,7 @@ def test_at_parse_console_script_exit_code(tiny_checkpoint, tmp_path):
 def test_plot_tree_leaves_do_not_overlap():
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from annotated_transformer.parsing import plot_tree
+    from annotated_transformer.trees import plot_tree
     t = parse_tree("(TOP (S (NP (NNP Intercontinental) (NNPS Telecommunications) (NNP Corp.)) (VP (VBD underperformed) "
                    "(NP (NNS expectations)) (PP (IN in) (NP (DT the) (NN quarter)))) (. .)))")
     ax = plot_tree(t)

@@ -1,6 +1,7 @@
 "Precision 'auto': bf16 only where the device computes it natively, fp32 elsewhere, said once and recorded in checkpoints."
 import pathlib, pytest, torch
 from annotated_transformer import train as T
+from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import copy_task_pairs
 from annotated_transformer.batching import make_loader
@@ -42,18 +43,18 @@ def test_cpu_flags_reads_proc_cpuinfo(cpu_without_native_bf16):
         assert bool(got & set(T.NATIVE_BF16_FLAGS)) == any(f" {f}" in info.read_text() for f in T.NATIVE_BF16_FLAGS)
 
 def test_config_accepts_auto_and_refuses_others():
-    assert T.TrainerConfig().precision == "auto"
-    with pytest.raises(ValueError, match="expected 'auto', 'fp32', 'bf16' or 'fp16'"): T.TrainerConfig(precision="bf32")
+    assert T.TrainConfig().precision == "auto"
+    with pytest.raises(ValueError, match="expected 'auto', 'fp32', 'bf16' or 'fp16'"): T.TrainConfig(precision="bf32")
 
 @pytest.mark.parametrize("flags, want", [({"avx2"}, "fp32"), ({"avx512_bf16"}, "bf16")])
 def test_trainer_prints_the_choice_and_checkpoints_record_it(tmp_path, monkeypatch, capsys, flags, want):
     monkeypatch.setattr(T, "cpu_flags", lambda: flags)
     model = make_model(TransformerConfig.tiny())
-    cfg = T.TrainerConfig(max_steps=2, warmup_steps=2, max_tokens=40, device="cpu", run_dir=str(tmp_path), progress=False,
+    cfg = T.TrainConfig(max_steps=2, warmup_steps=2, max_tokens=40, device="cpu", run_dir=str(tmp_path), progress=False,
                           eval_every=0, save_every=0)
     tr = T.Trainer(model, cfg, make_loader(copy_task_pairs(16, vocab_size=16, seed=0), max_tokens=40))
     out = capsys.readouterr().out
     assert out.count(f"precision {want} (auto: ") == 1
     assert tr.cfg.precision == want and cfg.precision == "auto"  # the caller's config is not changed
     tr.fit()
-    assert T.load_checkpoint(tmp_path)["train_config"]["precision"] == want
+    assert load_checkpoint(tmp_path)["train_config"]["precision"] == want

@@ -3,15 +3,17 @@ import math
 import pytest
 import torch
 import torch.nn as nn
-from annotated_transformer.rnn import (RNNConfig, CELLS, ATTENTIONS, make_rnn, lstm_cell, gru_cell, AdditiveAttention,
-                                       DotAttention, GeneralAttention, LocalPAttention, align)
+from annotated_transformer.rnn import RNNConfig, CELLS, ATTENTIONS, make_rnn, lstm_cell, gru_cell, AdditiveAttention, DotAttention, GeneralAttention, LocalPAttention, align
 from annotated_transformer.decode import greedy_decode, beam_search, hypotheses_to_tensor
 from annotated_transformer.data import copy_task_pairs
 from annotated_transformer.batching import collate
-from annotated_transformer.train import Trainer, TrainerConfig, model_from_checkpoint
+from annotated_transformer.train import Trainer
+from annotated_transformer.config import TrainConfig
+from annotated_transformer.checkpoint import load_model
 from annotated_transformer.batching import make_loader
-from annotated_transformer.translate import load_checkpoint, build_model, config_for
-from annotated_transformer.tasks import parse_args
+from annotated_transformer.inference import load_translator
+from annotated_transformer.checkpoint import build_model, config_for
+from annotated_transformer.cli import parse_args
 
 
 def tiny(**kw):
@@ -136,13 +138,13 @@ def test_trainer_checkpoint_round_trip(tmp_path):
     torch.manual_seed(0)
     cfg = RNNConfig.tiny(src_vocab_size=11, tgt_vocab_size=11, attention="local-p", cell="gru", window=3)
     pairs = copy_task_pairs(200, vocab_size=11, max_len=8, seed=0)
-    tcfg = TrainerConfig(max_steps=3, warmup_steps=2, max_tokens=300, eval_every=0, save_every=0, log_every=1,
+    tcfg = TrainConfig(max_steps=3, warmup_steps=2, max_tokens=300, eval_every=0, save_every=0, log_every=1,
                          run_dir=str(tmp_path / "run"), progress=False, clip_norm=1.0)
     trainer = Trainer(make_rnn(cfg), tcfg, make_loader(pairs, 300, seed=0), make_loader(pairs[:50], 300, shuffle=False))
     trainer.fit()
     ck = tmp_path / "run" / "ckpt_0000003.pt"
     assert ck.is_file()
-    rebuilt = model_from_checkpoint(ck)
+    rebuilt = load_model(ck)
     assert type(rebuilt).__name__ == "RNNSeq2Seq" and rebuilt.cfg == cfg
     src, mask, tgt = batch(V=11)
     torch.testing.assert_close(rebuilt(src, tgt, mask), trainer.model.eval()(src, tgt, mask))
@@ -158,16 +160,16 @@ def test_translate_load_checkpoint(tmp_path):
     cfg = RNNConfig.tiny(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, attention="luong-general")
     m = make_rnn(cfg).eval()
     torch.save({"model": m.state_dict(), "model_config": asdict(cfg), "tokenizer": tok.state_dict()}, tmp_path / "ck.pt")
-    loaded, tok2 = load_checkpoint(tmp_path / "ck.pt")
+    loaded, tok2 = load_translator(tmp_path / "ck.pt")
     src, mask, tgt = batch(V=tok.vocab_size)
     torch.testing.assert_close(loaded(src, tgt, mask), m(src, tgt, mask))
     torch.testing.assert_close(greedy_decode(loaded, src, mask), greedy_decode(m, src, mask))
 
 
 def test_parse_args_model_choice():
-    m, t, d = parse_args(["multi30k", "--model", "rnn", "--d_model", "96", "--rnn_attention", "luong-dot", "--rnn_cell", "gru"])
+    _, m, t, d = parse_args(["multi30k", "--model", "rnn", "--d_model", "96", "--rnn_attention", "luong-dot", "--rnn_cell", "gru"])
     assert isinstance(m, RNNConfig) and (m.d_model, m.attention, m.cell, m.n_layers, m.src_vocab_size) == (96, "luong-dot", "gru", 3, 8000)
-    assert type(parse_args(["copy"])[0]).__name__ == "TransformerConfig"
+    assert type(parse_args(["copy"])[1]).__name__ == "TransformerConfig"
     with pytest.raises(SystemExit): parse_args(["copy", "--model", "lstm"])
     with pytest.raises(SystemExit): parse_args(["copy", "--model", "rnn", "--rnn_attention", "scaled"])
 

@@ -3,9 +3,7 @@ import hashlib, json, zipfile
 from collections import Counter
 import pytest
 import torch
-from annotated_transformer.sentiment import (DOMAINS, SPECIALS, AttentionPooling, LSTMClassifier, TransformerClassifier, Vocab,
-                                             download_sentiment, load_sentiment, make_batch, make_classifier, read_sentiment_file,
-                                             run_experiment, split_sentiment, tokenize)
+from annotated_transformer.sentiment import DOMAINS, SPECIALS, AttentionPooling, LSTMClassifier, TransformerClassifier, Vocab, download_sentiment, load_sentiment, make_batch, make_classifier, read_sentiment_file, run_experiment, split_sentiment, tokenize
 
 
 # ---------------------------------------------------------------- reading files

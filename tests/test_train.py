@@ -9,9 +9,11 @@ from annotated_transformer.data import copy_task_pairs
 from annotated_transformer.batching import make_loader, collate
 from annotated_transformer.model import make_model
 from annotated_transformer import train as T
-from annotated_transformer.train import (Trainer, TrainerConfig, TrainingError, average_checkpoints, load_checkpoint,
-                                         list_checkpoints, latest_checkpoint, save_checkpoint, seed_everything,
-                                         model_from_checkpoint, read_metrics)
+from annotated_transformer.train import Trainer, TrainingError, seed_everything
+from annotated_transformer.config import TrainConfig
+from annotated_transformer.checkpoint import (average_checkpoints, load_checkpoint, list_checkpoints, newest_checkpoint, save_checkpoint,
+                                              load_model, CheckpointError)
+from annotated_transformer.runs import read_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = copy_task_pairs(96, vocab_size=16, min_len=2, max_len=9, seed=0)
@@ -20,7 +22,7 @@ PAIRS = copy_task_pairs(96, vocab_size=16, min_len=2, max_len=9, seed=0)
 def make_trainer(run_dir, dropout=0.0, max_tokens=40, val=False, **kw):
     seed_everything(0)
     model = make_model(TransformerConfig.tiny(dropout=dropout, label_smoothing=0.1))
-    cfg = TrainerConfig(**{**dict(max_steps=6, warmup_steps=4, lr_factor=1.0, max_tokens=max_tokens, device="cpu",
+    cfg = TrainConfig(**{**dict(max_steps=6, warmup_steps=4, lr_factor=1.0, max_tokens=max_tokens, device="cpu",
                                    run_dir=str(run_dir), progress=False, log_every=1, save_every=0, eval_every=0), **kw})
     train = make_loader(PAIRS, max_tokens=max_tokens, seed=cfg.seed)
     val_loader = make_loader(PAIRS[:16], max_tokens=64, shuffle=False) if val else None
@@ -87,10 +89,10 @@ def test_checkpoint_is_self_describing_and_keeps_last_k(tmp_path):
     tr = make_trainer(tmp_path, max_steps=6, save_every=1, keep_last=3)
     tr.fit()
     assert [p.name for p in list_checkpoints(tmp_path)] == ["ckpt_0000004.pt", "ckpt_0000005.pt", "ckpt_0000006.pt"]
-    assert latest_checkpoint(tmp_path).name == "ckpt_0000006.pt"
+    assert newest_checkpoint(tmp_path)[0].name == "ckpt_0000006.pt"
     ck = load_checkpoint(tmp_path)  # weights_only=True
     assert ck["step"] == 6 and ck["train_config"]["max_steps"] == 6
-    model = model_from_checkpoint(ck)
+    model = load_model(ck)
     assert torch.equal(params(model), params(tr.model))
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -100,9 +102,9 @@ def test_averaging_is_the_mean_of_parameters(tmp_path):
     tr.fit()
     paths = list_checkpoints(tmp_path)[-3:]
     avg = average_checkpoints(paths, tmp_path / "avg.pt")
-    models = [model_from_checkpoint(p) for p in paths]
+    models = [load_model(p) for p in paths]
     expected = torch.stack([params(m) for m in models]).mean(0)
-    torch.testing.assert_close(params(model_from_checkpoint(tmp_path / "avg.pt")), expected)
+    torch.testing.assert_close(params(load_model(tmp_path / "avg.pt")), expected)
     assert not torch.allclose(expected, params(models[-1]))  # the checkpoints differ, so the mean is not trivial
     with pytest.raises(ValueError, match="at least one"): average_checkpoints([])
 
@@ -110,7 +112,7 @@ def test_averaging_is_the_mean_of_parameters(tmp_path):
 def test_interrupted_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
     tr = make_trainer(tmp_path, max_steps=2)
     tr.fit()
-    good = latest_checkpoint(tmp_path)
+    good = newest_checkpoint(tmp_path)[0]
     real_save = torch.save
 
     def crashing_save(obj, f, *a, **k):
@@ -120,7 +122,7 @@ def test_interrupted_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
     tr.step = 3
     with pytest.raises(OSError, match="simulated crash"): tr.save()
     monkeypatch.setattr(T.torch, "save", real_save)
-    assert latest_checkpoint(tmp_path) == good
+    assert newest_checkpoint(tmp_path)[0] == good
     assert load_checkpoint(tmp_path)["step"] == 2
     assert not (tmp_path / "ckpt_0000003.pt").exists() and not list(tmp_path.glob("*.tmp"))
 
@@ -137,7 +139,7 @@ def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(tmp_path):
     before = None
     with pytest.raises(TrainingError, match=r"step 5: the loss is nan.*ckpt_0000004\.pt"):
         tr.fit()
-    assert latest_checkpoint(tmp_path).name == "ckpt_0000004.pt"
+    assert newest_checkpoint(tmp_path)[0].name == "ckpt_0000004.pt"
     ck = load_checkpoint(tmp_path)
     assert all(torch.isfinite(v).all() for v in ck["model"].values())
     assert all(torch.isfinite(p).all() for p in tr.model.parameters())  # the update was not applied
@@ -146,7 +148,7 @@ def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(tmp_path):
 def test_unwritable_checkpoint_dir_fails_at_start(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
-    with pytest.raises(TrainingError, match="a_file/run' is not writable"):
+    with pytest.raises(CheckpointError, match="a_file/run. is not a writable directory"):
         make_trainer(blocker / "run")
 
 
@@ -201,8 +203,9 @@ def test_signal_writes_checkpoint_and_exits_cleanly(tmp_path, sig):
 
 
 def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
-    from annotated_transformer.tasks import parse_args, train_main, task_preset
-    m, t, d = parse_args(["wmt14-base", "--max_tokens", "3125", "--precision", "bf16", "--no-progress", "--dropout", "0.2"])
+    from annotated_transformer.cli import parse_args, train_main
+    from annotated_transformer.tasks import task_preset
+    _, m, t, d = parse_args(["wmt14-base", "--max_tokens", "3125", "--precision", "bf16", "--no-progress", "--dropout", "0.2"])
     assert (m.d_model, m.dropout, t.precision, t.progress, t.max_steps, t.warmup_steps) == (512, 0.2, "bf16", False, 100_000, 4000)
     assert t.accum_for(8) == 1 and t.accum_for(1) == 8  # 25000-token batches through accumulation
     assert task_preset("wmt14-big")[1].max_steps == 300_000
@@ -210,11 +213,11 @@ def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
     with pytest.raises(SystemExit): parse_args(["nosuchtask"])
     blocker = tmp_path / "a_file"; blocker.write_text("")
     assert train_main(["copy", "--run_dir", str(blocker / "run"), "--max_steps", "1", "--no-progress"]) == 1
-    assert "is not writable" in capsys.readouterr().err
+    assert "is not a writable directory" in capsys.readouterr().err
 
 
 def test_cli_copy_short_run_and_resume(tmp_path, capsys):
-    from annotated_transformer.tasks import train_main
+    from annotated_transformer.cli import train_main
     args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "4", "--copy_n", "300", "--n_valid", "50",
             "--eval_every", "2", "--save_every", "2"]
     assert train_main(args) == 0
@@ -223,7 +226,7 @@ def test_cli_copy_short_run_and_resume(tmp_path, capsys):
     assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
     assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
     from annotated_transformer.copy_task import copy_config
-    assert model_from_checkpoint(tmp_path).cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (08a)
+    assert load_model(tmp_path).cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (08a)
 
 
 # ---------------------------------------------------------------- fast paths: chunked loss, compile, memory sizing
@@ -239,7 +242,7 @@ def test_chunked_and_readable_loss_train_identically(tmp_path):
     for loss in ("readable", "chunked"):
         seed_everything(0)
         model = make_model(TransformerConfig.tiny(dropout=0.0, label_smoothing=0.1))
-        cfg = TrainerConfig(max_steps=6, warmup_steps=4, max_tokens=40, device="cpu", run_dir=str(tmp_path / loss),
+        cfg = TrainConfig(max_steps=6, warmup_steps=4, max_tokens=40, device="cpu", run_dir=str(tmp_path / loss),
                             progress=False, save_every=0, eval_every=0, eps=1e-3)  # eps: see the accumulation test
         tr = Trainer(model, cfg, make_loader(PAIRS, max_tokens=40, seed=0), loss=loss)
         assert (tr.chunked_criterion is None) == (loss == "readable")
@@ -250,14 +253,14 @@ def test_chunked_and_readable_loss_train_identically(tmp_path):
 
 def test_trainer_rejects_unknown_loss(tmp_path):
     with pytest.raises(ValueError, match="loss='fused'"):
-        Trainer(make_model(TransformerConfig.tiny()), TrainerConfig(device="cpu", run_dir=str(tmp_path)),
+        Trainer(make_model(TransformerConfig.tiny()), TrainConfig(device="cpu", run_dir=str(tmp_path)),
                 make_loader(PAIRS, max_tokens=40), loss="fused")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("loss", ["chunked", "readable"])
 def test_compiled_steps_give_the_losses_of_eager_steps(tmp_path, loss):
-    "TrainerConfig.compile (at-train --compile): torch.compile (inductor) of the forward pass, same losses as eager in fp32."
+    "TrainConfig.compile (at-train --compile): torch.compile (inductor) of the forward pass, same losses as eager in fp32."
     batches = [collate(PAIRS[i:i + 8]) for i in range(0, 24, 8)]
     out = {}
     for compile in (False, True):
@@ -285,8 +288,8 @@ def test_max_tokens_for_memory_on_cuda():
 
 @pytest.mark.slow
 def test_cli_compile_flag_trains(tmp_path, capsys):
-    "`at-train copy --compile` (the Trainer's TrainerConfig.compile, generated from the field) trains end to end on the CPU."
-    from annotated_transformer.tasks import train_main, parse_args
+    "`at-train copy --compile` (the Trainer's TrainConfig.compile, generated from the field) trains end to end on the CPU."
+    from annotated_transformer.cli import train_main, parse_args
     assert parse_args(["copy", "--compile"])[1].compile is True
     args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "2", "--copy_n", "200", "--n_valid", "20",
             "--eval_every", "0", "--compile"]

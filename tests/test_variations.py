@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 from annotated_transformer.model import make_model, count_parameters
-from annotated_transformer.variations import (PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config,
-                                              row_config, mapping_table, run_grid, read_table, CSV_FIELDS)
+from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,7 +102,7 @@ def test_unknown_row(tmp_path):
 
 
 def test_cli(shared_data, tmp_path):
-    cmd = [sys.executable, "-m", "annotated_transformer.variations", "--rows", "C N=2", "--out", str(tmp_path / "g"),
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import variations_main; sys.exit(variations_main())", "--rows", "C N=2", "--out", str(tmp_path / "g"),
            "--data_dir", str(shared_data), "--steps", "2", "--max_tokens", "512", "--vocab_size", "400", "--width", "16",
            "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--no-norm_first"]
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -114,7 +113,7 @@ def test_cli(shared_data, tmp_path):
     assert json.loads((tmp_path / "g" / "settings.json").read_text())["norm_first"] is False
     bad = subprocess.run(cmd[:3] + ["--out", str(tmp_path / "h"), "--rows", "nope"], cwd=REPO, capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert bad.returncode != 0 and "unknown Table 3 rows" in bad.stderr
+    assert bad.returncode == 2 and "unknown rows ['nope']" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):

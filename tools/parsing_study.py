@@ -1,4 +1,4 @@
-"""The decoding study of 13_parsing, run on a CPU with the GPU-trained checkpoint in ../shared/models/ptb-small-h100.
+"""The decoding study of 13b_parser, run on a CPU with the GPU-trained checkpoint in ../shared/models/ptb-small-h100.
 
     python tools/parsing_study.py dev      # results/ptb/shared-h100/decoding.json (greedy/beam x constrained or not)
     python tools/parsing_study.py why      # results/ptb/shared-h100/why_beam.json (why unconstrained beam loses, 100 sentences)
@@ -9,11 +9,13 @@ The predicted dev trees go to runs/ptb-shared-eval/ (not committed: they hold th
 import hashlib, json, os, sys
 from pathlib import Path
 import torch
-from annotated_transformer.parsing import (evaluate_decoding, ptb_trees, load_parser, TreeConstraint, delinearize, evalb,
-                                           with_tags, read_sentences)
+from annotated_transformer.parser import evaluate_decoding, load_parser, TreeConstraint
+from annotated_transformer.trees import ptb_trees, delinearize
+from annotated_transformer.evalb import evalb, with_tags
+from annotated_transformer.cli import read_sentences
 from annotated_transformer.attention import padding_mask
 from annotated_transformer.decode import beam_search, greedy_decode, score_hypothesis
-from annotated_transformer.translation import hardware
+from annotated_transformer.runs import hardware
 
 CKPT = Path("../shared/models/ptb-small-h100/checkpoint.pt")
 SOURCE = ("../shared/models/ptb-small-h100: ptb-small trained on one H100 by the project's code at 5da1a12 "

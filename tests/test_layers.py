@@ -1,0 +1,49 @@
+"The experiments layer's house rules (issue 16): modules import only downward, and no two functions share a name."
+import ast, collections, pathlib
+PKG = pathlib.Path(__file__).resolve().parents[1] / "annotated_transformer"
+
+# Each module's floor: it may import only modules on lower floors. The README draws the same house.
+FLOORS = {
+    "config": 0, "attention": 0, "embeddings": 0, "rnn": 0, "data": 0, "batching": 0, "optim": 0, "loss": 0, "complexity": 0,
+    "layers": 1, "trees": 1,                       # the paper's core, and treebank files
+    "model": 2, "evalb": 2,
+    "decode": 3, "checkpoint": 3, "sentiment": 3,  # one checkpoint format
+    "runs": 4, "inference": 4,                     # run records; loading and translating
+    "train": 5, "parser": 5,                       # the Trainer; the parser
+    "distributed": 6, "copy_task": 6, "bench": 6,
+    "tasks": 7,                                    # every task as values, with its data builder
+    "translation": 8,
+    "variations": 9,
+    "cli": 10,                                     # every console script
+}
+
+def imports(path: pathlib.Path) -> set[str]:
+    out = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom) and n.module:
+            if n.level == 1: out.add(n.module.split(".")[0])
+            elif n.module.startswith("annotated_transformer."): out.add(n.module.split(".")[1])
+    return out
+
+def modules(): return sorted(p for p in PKG.glob("*.py") if p.stem not in ("__init__", "_modidx"))
+
+def test_every_module_has_a_floor():
+    assert {p.stem for p in modules()} == set(FLOORS), "a module was added or removed: give it a floor here and in the README"
+
+def test_imports_go_only_downward():
+    bad = [f"{p.stem} (floor {FLOORS[p.stem]}) imports {d} (floor {FLOORS[d]})"
+           for p in modules() for d in imports(p) if d in FLOORS and FLOORS[d] >= FLOORS[p.stem]]
+    assert not bad, bad
+
+def test_no_two_functions_or_classes_share_a_name():
+    seen = collections.defaultdict(list)
+    for p in modules():
+        for n in ast.parse(p.read_text()).body:
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)): seen[n.name].append(p.stem)
+    assert not {k: v for k, v in seen.items() if len(v) > 1}
+
+def test_nothing_registers_at_import():
+    "No module-level call of a register_* function: tasks and recipes are values, written out."
+    calls = [f"{p.stem}: {ast.unparse(n)[:60]}" for p in modules() for n in ast.parse(p.read_text()).body
+             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and "register" in ast.unparse(n.value.func)]
+    assert not calls, calls
