@@ -8,6 +8,7 @@ import json, os, platform, statistics, time
 from pathlib import Path
 import torch
 from .checkpoint import atomic_write, warn
+from .data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['RUN_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware', 'write_run_info',
@@ -86,7 +87,7 @@ def training_summary(run_dir: str | Path) -> dict:
     if not train: raise ValueError(f"{run_dir / 'metrics.jsonl'} has no training records")
     t0 = info.get("started")
     if t0 is None:  # a run from before run.json: the tokenizer, its first write, marks the start (said in `start_from`)
-        tok = run_dir / "tokenizer" / "spm.model"
+        tok = run_dir / "tokenizer" / SubwordTokenizer.model_file
         t0 = tok.stat().st_mtime if tok.is_file() else None
     return dict(task=info.get("task"), start_from="run.json" if "started" in info else ("tokenizer file time" if t0 else None),
                 logged_steps=train[-1]["step"], train_wall_s=round(recs[-1]["time"] - t0, 1) if t0 else None,

@@ -5,7 +5,7 @@
 # %% ../nbs/10a_tasks.ipynb #dcfb504a
 from __future__ import annotations
 import copy as _copy
-from dataclasses import dataclass, fields, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 import torch.distributed as dist
 from .config import TransformerConfig, TrainConfig
@@ -138,10 +138,6 @@ class TaskData:
     model_config: TransformerConfig | RNNConfig  # the task's model config with the vocabulary sizes of `tokenizer`
     counts: dict = field(default_factory=dict)  # what was read and dropped (parsing)
 
-def _with(cfg, **kw):
-    "A copy of a config dataclass with some fields changed."
-    return type(cfg)(**{**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, **kw})
-
 def _barrier():
     if dist.is_available() and dist.is_initialized(): dist.barrier()
 
@@ -171,7 +167,7 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
         if spec.n_valid: val_ids = val_ids[:spec.n_valid]
     train_loader = make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size)
     val_loader = make_loader(val_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size)
-    if tok is not None: mcfg = _with(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
+    if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
     return TaskData(train_loader, val_loader, tok, mcfg)
 
 def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1) -> TaskData:
@@ -188,6 +184,6 @@ def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfi
     counts = dict(train_trees=len(train), train_too_long=dropped, dev_trees=len(dev), dev_too_long=dev_dropped,
                   src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
     if rank == 0 and resume_from is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")
-    mcfg = _with(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
+    mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
     return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
                     make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)
