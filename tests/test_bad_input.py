@@ -666,9 +666,11 @@ def test_bad_input(case, capfd, script, argv, code, expect, post):
 
 SUBPROCESS_ROWS = ["train-run-dir-unwritable", "translate-checkpoint-truncated", "evaluate-last-checkpoint-truncated",
                    "parse-checkpoint-text", "variations-rows-unknown", "bench-reps-0", "bench-tiny-run-succeeds"]
+QUICK_SUBPROCESS_ROWS = {"parse-checkpoint-text", "bench-tiny-run-succeeds"}  # an error and a success; the rest are `slow`
 _BY_ID = {p.id: p for p in ROWS}
 
-@pytest.mark.parametrize("row_id", SUBPROCESS_ROWS)
+@pytest.mark.parametrize("row_id", [r if r in QUICK_SUBPROCESS_ROWS else pytest.param(r, marks=pytest.mark.slow)
+                                    for r in SUBPROCESS_ROWS])
 def test_console_script_prints_no_traceback(case, row_id, empty_cache):
     "The same rows through `python -c 'sys.exit(entry())'`: what a user of the installed command sees."
     script, argv, code, expect, post = _BY_ID[row_id].values
@@ -683,7 +685,8 @@ def test_console_script_prints_no_traceback(case, row_id, empty_cache):
 
 # ---------------------------------------------------------------- an interrupted at-train saves, says so and exits 128 + signal
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)],
+                         ids=["SIGINT", "SIGTERM"])  # SIGTERM is quick in test_train (the Trainer's own handler)
 def test_interrupted_train_saves_and_exits_nonzero(tmp_path, empty_cache, sig, code):
     from annotated_transformer.checkpoint import load_checkpoint
     run = tmp_path / "run"

@@ -92,9 +92,13 @@ def test_peak_table():
 
 
 def test_memory_in_fresh_processes():
+    "Peak memory of ours, ours on the fast path and torch.nn, each in a fresh process, per token and as ratios"
     m = bench_memory(bench_config("tiny"), 4, 8)
     for k in ("ours", "torch"): assert m[k]["peak_mb"] > 50 and m[k]["growth_mb"] >= 0
     assert m["kind"] == "peak_rss"
+    assert set(("ours", "ours_fast", "torch")) <= set(m) and m["tokens"] > 0
+    for k in ("ours", "ours_fast", "torch"): assert m[k]["mb_per_token"] == pytest.approx(m[k]["peak_mb"] / m["tokens"])
+    assert m["fast_ratio"] == pytest.approx(m["ours_fast"]["peak_mb"] / m["torch"]["peak_mb"])
 
 
 def test_cli_writes_json(tmp_path):
@@ -148,6 +152,7 @@ def test_memory_on_cuda():
 
 
 
+@pytest.mark.slow  # two fresh interpreters; the quick set has the in-process run and bad_input's console-script row
 def test_console_script_exits_0_and_prints_on_stdout(tmp_path):
     "The `at-bench` entry point (sys.exit(bench_main())) exits 0 and prints its table on stdout, not a dict on stderr."
     out = tmp_path / "b.json"
@@ -204,13 +209,6 @@ def test_static_cache_decodes_the_same_hypotheses():
             for h, g in zip(x, y): assert h.score == pytest.approx(g.score, abs=1e-5)
     r = bench_decode(cfg, src_len=6, n_sentences=3, reps=1)
     assert r["same_hypotheses"] and r["static_vs_cache"] == pytest.approx(r["static_cache_sent_per_s"] / r["cache_sent_per_s"])
-
-
-def test_memory_reports_the_fast_path_per_token():
-    m = bench_memory(bench_config("tiny"), 4, 8)
-    assert set(("ours", "ours_fast", "torch")) <= set(m) and m["tokens"] > 0
-    for k in ("ours", "ours_fast", "torch"): assert m[k]["mb_per_token"] == pytest.approx(m[k]["peak_mb"] / m["tokens"])
-    assert m["fast_ratio"] == pytest.approx(m["ours_fast"]["peak_mb"] / m["torch"]["peak_mb"])
 
 
 def test_cpu_flags_and_matmul_peak():

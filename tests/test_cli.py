@@ -1,6 +1,6 @@
 "`at-train` as a user runs it: one command line for every task, help for every option, the copy task end to end."
 import json, os, shutil, subprocess, sys, pytest, torch
-from annotated_transformer.cli import build_parser, parse_args, find_task
+from annotated_transformer.cli import build_parser, parse_args, find_task, train_main
 from annotated_transformer.tasks import TASKS
 from annotated_transformer.checkpoint import load_model
 from annotated_transformer.copy_task import copy_accuracy
@@ -25,12 +25,12 @@ def test_short_run_writes_a_self_describing_checkpoint(tmp_path):
     assert 0.0 <= acc <= 1.0 and res["steps"] == 40 and res["precision"] in ("fp32", "bf16")
     assert res["hardware"]["cpu"] and res["train_seconds"] > 0
 
-def test_bad_task_name(tmp_path):
-    r = at_train("kopy", cwd=tmp_path)
+def test_bad_task_name(tmp_path, cli):
+    r = cli(train_main, "kopy")
     assert r.returncode == 2 and "invalid choice: 'kopy'" in r.stderr
 
-def test_help_lists_every_task_with_a_description(tmp_path):
-    r = at_train("--help", cwd=tmp_path, timeout=120)
+def test_help_lists_every_task_with_a_description(tmp_path, cli):
+    r = cli(train_main, "--help")
     assert r.returncode == 0, r.stderr
     for name in ("copy", "multi30k", "iwslt14", "wmt14-base", "wmt14-big", "ptb", "ptb-small", "ptb-sample"):
         line = next(l for l in r.stdout.splitlines() if l.startswith(f"  {name} "))
@@ -58,8 +58,8 @@ def test_dashes_underscores_and_option_order_agree():
     assert a == b and (a[0], a[1].d_model, a[2].max_steps, a[2].run_dir) == ("copy", 32, 7, "r")
     assert find_task(["--precision", "fp32", "--betas", "0.9", "0.99", "ptb-small"]) == "ptb-small"
 
-def test_unknown_option_is_an_error_with_usage(tmp_path):
-    r = at_train("copy", "--stepz", "5", cwd=tmp_path, timeout=120)
+def test_unknown_option_is_an_error_with_usage(tmp_path, cli):
+    r = cli(train_main, "copy", "--stepz", "5")
     assert r.returncode == 2 and "unrecognized option --stepz" in r.stderr and "usage: at-train TASK" in r.stderr
 
 def test_tasks_are_values_not_registrations():

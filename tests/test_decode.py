@@ -4,6 +4,7 @@ from dataclasses import asdict
 from pathlib import Path
 import pytest
 from annotated_transformer.checkpoint import CheckpointError
+from annotated_transformer.cli import translate_main
 import torch
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.model import make_model
@@ -113,6 +114,7 @@ def run_dir(tmp_path_factory):
     return d
 
 def at_translate(*args, stdin=None):
+    "The real command in a fresh interpreter (one test); the others call `translate_main` in-process through `cli`."
     cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import translate_main; sys.exit(translate_main())", *map(str, args)]
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
@@ -125,33 +127,33 @@ def test_cli_empty_lines_keep_alignment(run_dir):
     assert len(out) == 6 and out[-1] == "" and out[1] == "" and out[3] == ""
     assert "sentences/s" in r.stderr
 
-def test_cli_file_matches_function(run_dir, tmp_path):
+def test_cli_file_matches_function(run_dir, tmp_path, cli):
     lines = ["a b c d", "", "j i h", "b"]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
-    r = at_translate("--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output", tmp_path / "out.txt",
+    r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output", tmp_path / "out.txt",
                      "--beam", "4", "--max-len-b", "5")
     assert r.returncode == 0, r.stderr
     model, tok = load_translator(run_dir / "checkpoint.pt")
     assert (tmp_path / "out.txt").read_text().split("\n")[:-1] == translate(model, tok, lines, max_len_b=5)
 
-def test_too_long_line_warns_and_truncates_or_errors(run_dir):
+def test_too_long_line_warns_and_truncates_or_errors(run_dir, cli):
     model, tok = load_translator(run_dir / "checkpoint.pt")
     long = " ".join(["a"] * 40)  # 40 tokens + EOS > max_len 32
     with pytest.warns(UserWarning, match=r"input line 2: 40 tokens \+ EOS exceed the model's max_len=32; truncated to its first 31"):
         out = translate(model, tok, ["a b", long], beam_size=2)
     assert len(out) == 2
     with pytest.raises(ValueError, match="input line 2: 40 tokens"): translate(model, tok, ["a b", long], too_long="error")
-    r = at_translate("--checkpoint", run_dir / "checkpoint.pt", "--too-long", "error", stdin="a b\n" + long + "\n")
+    r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--too-long", "error", stdin="a b\n" + long + "\n")
     assert r.returncode != 0 and "input line 2: 40 tokens + EOS exceed" in r.stderr and r.stdout == ""
-    r = at_translate("--checkpoint", run_dir / "checkpoint.pt", stdin="a b\n" + long + "\n")
+    r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", stdin="a b\n" + long + "\n")
     assert r.returncode == 0 and "truncated" in r.stderr and len(r.stdout.split("\n")) == 3
 
-def test_vocab_mismatch_is_refused(run_dir, tmp_path):
+def test_vocab_mismatch_is_refused(run_dir, tmp_path, cli):
     other = SubwordTokenizer.train([" ".join("abcdefghijklmnop")] * 50, vocab_size=30, byte_fallback=False)
     other.save(tmp_path)
     with pytest.raises(ValueError, match="vocabulary mismatch: the tokenizer at .* has 30 pieces but the model .* src_vocab_size=25"):
         load_translator(run_dir / "checkpoint.pt", tmp_path)
-    r = at_translate("--checkpoint", run_dir / "checkpoint.pt", "--tokenizer", tmp_path, stdin="a b\n")
+    r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--tokenizer", tmp_path, stdin="a b\n")
     assert r.returncode != 0 and "vocabulary mismatch" in r.stderr
 
 def test_missing_checkpoint_or_tokenizer(run_dir, tmp_path):
@@ -171,7 +173,7 @@ def test_attention_axes_labelled_with_right_tokens(run_dir):
         assert [t.get_text() for t in ax.get_xticklabels()] == pieces(x)
         assert ax.images[0].get_array().shape == (len(y), len(x))
 
-def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path):
+def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path, cli):
     "`at-train` writes checkpoints with the trainer's keys (model_config, embedded tokenizer): at-translate must read them."
     from annotated_transformer.checkpoint import save_checkpoint, load_checkpoint as load_train_checkpoint
     model, tok = load_translator(run_dir / "checkpoint.pt")
@@ -180,6 +182,6 @@ def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path):
     (tmp_path / "trainer_run").mkdir()  # the trainer creates it (check_writable) before saving
     path = save_checkpoint(state, tmp_path / "trainer_run", step=3, keep_last=2)
     assert "config" not in load_train_checkpoint(path)  # really the trainer's layout
-    r = at_translate("--checkpoint", path, "--beam", "2", stdin="a b c\nd e\n")
+    r = cli(translate_main, "--checkpoint", path, "--beam", "2", stdin="a b c\nd e\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == translate(model, tok, ["a b c", "d e"], beam_size=2)

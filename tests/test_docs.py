@@ -7,7 +7,8 @@ links (and their #anchors) resolve, images load, math is typeset by MathJax with
 title is on its page, the navigation follows the notebook order, and search finds a page. Screenshots for a person
 to look at go to tests/artifacts/screenshots/.
 
-Skips (with the reason) when the docs toolchain, Playwright or Chromium is missing. Set AT_DOCS_NO_BUILD=1 to test
+The build and the browser checks take about two minutes, so they are `slow` (run by `pytest --slow`, as CI does after the
+quick set); the quick set keeps the checks that need no build. Skips (with the reason) when the docs toolchain, Playwright or Chromium is missing. Set AT_DOCS_NO_BUILD=1 to test
 an existing docs/ without rebuilding it.
 """
 from __future__ import annotations
@@ -69,6 +70,13 @@ def test_only_project_notebooks_are_pages(tmp_path):
     assert [p.stem for p in notebooks(tmp_path)] == ['index', '01_a', '02_b']
 
 
+def test_every_notebook_is_a_page_with_a_title():
+    "Quick: each notebook of the site starts with `# Title` and gets its own page name (the build itself is slow)"
+    pages = expected_pages()
+    assert len(pages) == len({n for n, _ in pages}) >= 20 and pages[0][0] == 'index'
+
+
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_docs_build(built_docs):
     "Every notebook became a page and the index links them in notebook order"
     pages = expected_pages()
@@ -158,11 +166,13 @@ def site(browser, server, built_docs):
     return res
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_pages_load_cleanly(site):
     bad = {p: probs for p, (_, probs) in site.items() if probs}
     assert not bad, 'pages with console errors or failed requests:\n' + json.dumps(bad, indent=1)
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_internal_links_resolve(site, server, built_docs):
     ids = {p: set(info['ids']) for p, (info, _) in site.items()}
     broken = []
@@ -178,6 +188,7 @@ def test_internal_links_resolve(site, server, built_docs):
     assert not broken, 'broken internal links:\n' + '\n'.join(broken)
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_images_load(site):
     bad = [f'{p}: {i["src"]}' for p, (info, _) in site.items() for i in info['images'] if not i['ok']]
     assert not bad, 'images that did not load:\n' + '\n'.join(bad)
@@ -189,18 +200,21 @@ def test_images_load(site):
     assert n_img >= n_png > 0 or n_png == 0, f'notebooks hold {n_png} PNG outputs but the pages show {n_img} plots'
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_code_fits_the_column(site):
     "Code and outputs wrap inside the text column: no line hidden behind a horizontal scrollbar"
     wide = {p: info['wide_code'] for p, (info, _) in site.items() if info['wide_code']}
     assert not wide, f'code blocks wider than the column (longest line of each): {json.dumps(wide, indent=1)}'
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_no_stray_notebook_pages(built_docs):
     "`*.nbconvert.ipynb` and checkpoint copies beside the notebooks are not pages"
     stray = [p.name for p in built_docs.glob('*.html') if 'nbconvert' in p.name or p.stem.endswith('-checkpoint')]
     assert not stray, stray
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_math_typeset(site):
     missing = [p for p, (info, _) in site.items() if info['math'] and info['mjx'] < info['math']]
     assert not missing, f'pages whose math MathJax did not typeset: {missing}'
@@ -209,6 +223,7 @@ def test_math_typeset(site):
     assert sum(info['mjx'] for info, _ in site.values()) > 0, 'no math rendered anywhere: is MathJax loading?'
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_titles(site):
     for name, title in expected_pages():
         info, _ = site[f'{name}.html']
@@ -216,6 +231,7 @@ def test_titles(site):
         assert info['title'].startswith(title), f'{name}.html: <title> {info["title"]!r} does not start with {title!r}'
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_search(browser, server):
     "The site's search (offline, Sphinx's index) finds a notebook by a word of its title"
     name, title = expected_pages()[min(1, len(expected_pages()) - 1)]
@@ -228,6 +244,7 @@ def test_search(browser, server):
     assert any(f'/{name}.html' in h for h in hits), f'searching {word!r} did not find {name}.html: {hits[:10]}'
 
 
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_screenshots(browser, server, built_docs):
     "Front page and one model page, for a person to look at"
     SHOTS.mkdir(parents=True, exist_ok=True)

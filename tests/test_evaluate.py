@@ -1,18 +1,11 @@
-"`at-train multi30k` then `at-evaluate` as a user runs them, in both directions, on a tiny corpus in the Multi30k layout."
-import json, os, random, shutil, subprocess, sys
+"`at-train multi30k` then `at-evaluate` as a user runs them (their entry functions, in-process), in both directions, on a tiny corpus in the Multi30k layout."
+import json, random
 import pytest
 from annotated_transformer.checkpoint import load_checkpoint
+from annotated_transformer.cli import train_main, evaluate_main
 from annotated_transformer.translation import paper_bleu, paper_tokenize
 
 LEX = dict(ein="a", mann="man", hund="dog", läuft="runs", sitzt="sits", auf="on", dem="the", gras="grass", rot="red")
-
-def _script(name, module, func):
-    exe = shutil.which(name)
-    return [exe] if exe else [sys.executable, "-c", f"import sys; from annotated_transformer.{module} import {func}; sys.exit({func}())"]
-
-def run(name, module, func, *args, cwd):
-    return subprocess.run(_script(name, module, func) + list(args), cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"})
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
@@ -26,16 +19,16 @@ def data_dir(tmp_path_factory):
     return d
 
 @pytest.mark.parametrize("src,tgt", [("de", "en"), ("en", "de")])
-def test_train_then_evaluate(tmp_path, data_dir, src, tgt):
-    r = run("at-train", "cli", "main", "multi30k", "--src_lang", src, "--tgt_lang", tgt, "--data_dir", str(data_dir),
+def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
+    r = cli(train_main, "multi30k", "--src_lang", src, "--tgt_lang", tgt, "--data_dir", str(data_dir),
             "--no-download", "--vocab_size", "320", "--d_model", "32", "--d_ff", "64", "--n_heads", "2", "--n_layers", "1",
             "--max_steps", "6", "--warmup_steps", "2", "--save_every", "2", "--eval_every", "3", "--max_tokens", "400",
-            "--precision", "fp32", "--device", "cpu", "--no-progress", "--run_dir", str(tmp_path / "run"), cwd=tmp_path)
+            "--precision", "fp32", "--device", "cpu", "--no-progress", "--run_dir", str(tmp_path / "run"))
     assert r.returncode == 0, r.stderr
     ck = load_checkpoint(tmp_path / "run")
     assert (ck["extra"]["data"]["src_lang"], ck["extra"]["data"]["tgt_lang"]) == (src, tgt)
-    r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path / "run"), "--test", "test", "--out",
-            str(tmp_path / "res"), "--average", "2", "3", "--batch-size", "8", "--save-chosen", str(tmp_path / "chosen.pt"), cwd=tmp_path)
+    r = cli(evaluate_main, str(tmp_path / "run"), "--test", "test", "--out",
+            str(tmp_path / "res"), "--average", "2", "3", "--batch-size", "8", "--save-chosen", str(tmp_path / "chosen.pt"))
     assert r.returncode == 0, r.stderr
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     assert res["direction"] == f"{src}-{tgt}" and res["n_test"] == 20 and res["n_valid"] == 20
@@ -47,10 +40,10 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt):
     assert res["test_beam"]["bleu_paper"] == pytest.approx(paper_bleu(hyps, refs, tgt)["bleu_paper"])
     assert load_checkpoint(tmp_path / "chosen.pt")["model_config"] == ck["model_config"]
 
-def test_evaluate_errors(tmp_path):
-    r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path / "nothing"), "--test", "test", "--out", str(tmp_path), cwd=tmp_path)
+def test_evaluate_errors(tmp_path, cli):
+    r = cli(evaluate_main, str(tmp_path / "nothing"), "--test", "test", "--out", str(tmp_path))
     assert r.returncode == 1 and "not a run directory" in r.stderr
-    r = run("at-evaluate", "translation", "evaluate_main", str(tmp_path), cwd=tmp_path)
+    r = cli(evaluate_main, str(tmp_path))
     assert r.returncode == 2 and "--test" in r.stderr
 
 def test_paper_tokenization():

@@ -197,14 +197,13 @@ def test_at_parse_end_to_end(tiny_checkpoint, tmp_path, capsys):
     assert rep == {}  # under TreeConstraint: built as decoded, nothing repaired
     assert parse_main(["--checkpoint", str(run), "--input", str(inp), "--beam", "1"]) == 0
 
-def test_at_parse_greedy_subprocess_and_errors(tiny_checkpoint, tmp_path):
+def test_at_parse_greedy_gold_and_errors(tiny_checkpoint, tmp_path, cli):
     run, golds = tiny_checkpoint
     gold = tmp_path / "gold.clean"; gold.write_text("".join(str(g) + "\n" for g in golds))
-    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import parse_main; sys.exit(parse_main())"]
-    r = subprocess.run(cmd + ["--checkpoint", str(run), "--gold", str(gold), "--beam", "1"], capture_output=True, text=True)
+    r = cli(parse_main, "--checkpoint", run, "--gold", gold, "--beam", "1")
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == 20 and "EVALB (COLLINS.prm)" in r.stderr
-    r = subprocess.run(cmd + ["--checkpoint", str(tmp_path / "none")], capture_output=True, text=True)
+    r = cli(parse_main, "--checkpoint", tmp_path / "none")
     assert r.returncode == 1 and "at-parse: error:" in r.stderr
 
 def test_train_main_ptb_sample(shared_data, tmp_path):  # the at-train path: presets, vocabularies, checkpoint contents
@@ -309,6 +308,7 @@ def test_at_parse_bad_inputs(tiny_checkpoint, tmp_path, capsys):
         assert len([l for l in err if not l.startswith("usage:") and not l.startswith(" ")]) == 1, err
         assert not out.exists() and not (tmp_path / "out.trees.tmp").exists(), args
 
+@pytest.mark.slow  # two fresh interpreters; the quick set runs parse_main in-process and one at-parse console row (test_bad_input)
 def test_at_parse_console_script_exit_code(tiny_checkpoint, tmp_path):
     run, _ = tiny_checkpoint
     bad = tmp_path / "blank.txt"; bad.write_text("a dog .\n\n")

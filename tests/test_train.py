@@ -182,7 +182,7 @@ SIGNAL_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])  # SIGINT: quick in test_bad_input (at-train)
 def test_signal_writes_checkpoint_and_exits_cleanly(tmp_path, sig):
     run = tmp_path / "run"
     script = SIGNAL_SCRIPT.format(tests=str(Path(__file__).parent), run=str(run))

@@ -1,6 +1,7 @@
 """Table 3 variations: the row mapping (every row of the paper present, A keeps h*d_k constant, scaled configs valid,
 parameter counts move the paper's way), and the grid's CSV writer / resume on a tiny grid."""
 import csv, json, os, subprocess, sys
+from annotated_transformer.cli import variations_main
 from dataclasses import replace
 from pathlib import Path
 import pytest
@@ -101,18 +102,15 @@ def test_unknown_row(tmp_path):
     with pytest.raises(ValueError, match="unknown Table 3 rows"): run_grid(["F"], TINY, tmp_path)
 
 
-def test_cli(shared_data, tmp_path):
-    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import variations_main; sys.exit(variations_main())", "--rows", "C N=2", "--out", str(tmp_path / "g"),
-           "--data_dir", str(shared_data), "--steps", "2", "--max_tokens", "512", "--vocab_size", "400", "--width", "16",
-           "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--no-norm_first"]
-    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
-    assert p.returncode == 0, p.stderr
+def test_cli(shared_data, tmp_path, cli):
+    args = ["--rows", "C N=2", "--out", tmp_path / "g", "--data_dir", shared_data, "--steps", "2", "--max_tokens", "512",
+            "--vocab_size", "400", "--width", "16", "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--no-norm_first"]
+    r = cli(variations_main, *args)
+    assert r.returncode == 0, r.stderr
     rows = read_table(tmp_path / "g")
     assert [r["row"] for r in rows] == ["C N=2"] and rows[0]["steps"] == 2
     assert json.loads((tmp_path / "g" / "settings.json").read_text())["norm_first"] is False
-    bad = subprocess.run(cmd[:3] + ["--out", str(tmp_path / "h"), "--rows", "nope"], cwd=REPO, capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    bad = cli(variations_main, "--out", tmp_path / "h", "--rows", "nope")
     assert bad.returncode == 2 and "unknown rows ['nope']" in bad.stderr and "Traceback" not in bad.stderr
 
 
