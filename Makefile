@@ -11,4 +11,4 @@ readme-check:  ## fail if README.md is stale
 	python tools/build_docs.py readme --check
 
 docs-test: docs  ## build, then check every page in headless Chromium
-	python -m pytest tests/test_docs.py -v
+	python -m pytest tests/test_docs.py -v --slow
