@@ -290,7 +290,7 @@ def test_max_tokens_for_memory_on_cuda():
 def test_cli_compile_flag_trains(tmp_path, capsys):
     "`at-train copy --compile` (the Trainer's TrainConfig.compile, generated from the field) trains end to end on the CPU."
     from annotated_transformer.cli import train_main, parse_args
-    assert parse_args(["copy", "--compile"])[1].compile is True
+    assert parse_args(["copy", "--compile"])[2].compile is True
     args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "2", "--copy_n", "200", "--n_valid", "20",
             "--eval_every", "0", "--compile"]
     assert train_main(args) == 0
