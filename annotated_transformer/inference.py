@@ -9,7 +9,6 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import sacrebleu
-import matplotlib.pyplot as plt
 from .model import Transformer
 from .attention import padding_mask
 from .data import SubwordTokenizer
@@ -125,6 +124,7 @@ def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source 
                    heads: list[int] | None = None, # default: all heads
                    ncols: int = 4):
     "Heatmaps of one layer's attention, one panel per head: queries on y, keys on x, labelled by their tokens."
+    import matplotlib.pyplot as plt  # here, not at the top: the command-line scripts start without it
     if kind not in ("encoder", "self", "cross"): raise ValueError(f"kind={kind!r}: expected 'encoder', 'self' or 'cross'")
     w = attention_maps(model, src, tgt)[kind][layer]  # (H, Tq, Tk)
     xs, ys = _labels(src, tokenizer, src_labels), _labels(tgt, tokenizer, tgt_labels)
@@ -151,6 +151,7 @@ def plot_attention_lines(model: Transformer, src: list[int], tgt: list[int], kin
     xs, ys = _labels(src, tokenizer, src_labels), _labels(tgt, tokenizer, tgt_labels)
     qlab, klab = {"encoder": (xs, xs), "self": (ys, ys), "cross": (ys, xs)}[kind]
     heads = list(range(w.size(0))) if heads is None else heads
+    import matplotlib.pyplot as plt  # here, not at the top: the command-line scripts start without it
     fig, ax = plt.subplots(figsize=(0.6 * max(len(qlab), len(klab)) + 1, 2.8))
     colors = plt.cm.tab10.colors
     for n, h in enumerate(heads):

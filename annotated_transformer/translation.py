@@ -9,7 +9,6 @@ from dataclasses import asdict
 from pathlib import Path
 import torch
 import sacrebleu
-from sacremoses import MosesTokenizer
 from .data import Corpus, SubwordTokenizer, RECIPES
 from .model import Transformer, count_parameters
 from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, atomic_write
@@ -40,7 +39,10 @@ def paper_tokenize(line: str, lang: str = "de", # Moses tokenizer language
                    compound_split: bool = True, # t2t's `s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g`
                    _cache: dict = {}) -> str:
     "One line as tensor2tensor's `get_ende_bleu.sh` sees it: Moses-tokenized, hyphenated compounds split."
-    mt = _cache.get(lang) or _cache.setdefault(lang, MosesTokenizer(lang=lang))
+    if lang not in _cache:
+        from sacremoses import MosesTokenizer  # here, not at the top: at-train and at-translate start without it
+        _cache[lang] = MosesTokenizer(lang=lang)
+    mt = _cache[lang]
     out = mt.tokenize(line, return_str=True)
     return _COMPOUND.sub(r"\1 ##AT##-##AT## \2", out) if compound_split else out
 
