@@ -253,7 +253,7 @@ def _translate(argv: list[str]) -> int:
     if a.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
     model, tok = load_translator(a.checkpoint, a.tokenizer, device)
-    lines = _read_input(a.input)
+    lines = read_lines(a.input)
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
     t0 = time.perf_counter()
@@ -267,16 +267,6 @@ def _translate(argv: list[str]) -> int:
           f"(beam {a.beam}, batch {a.batch_size}, {device})", file=sys.stderr)
     if scores: print("\n".join(f"{k} = {scores[k]:.2f}  {scores[k + '_signature']}" for k in ("bleu", "chrf", "bleu_tok_lc")), file=sys.stderr)
     return 0
-
-def _read_input(name: str) -> list[str]:
-    if name != "-" and Path(name).is_dir(): raise ValueError(f"{name}: is a directory; expected a file of sentences")
-    if name != "-": return read_lines(name)
-    data = sys.stdin.buffer.read()
-    try: text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise ValueError(f"<stdin>, line {line}: invalid UTF-8; expected UTF-8 text") from None
-    return [l.rstrip("\r") for l in (text[:-1] if text.endswith("\n") else text).split("\n")] if text else []
 
 def translate_main(argv: list[str] | None = None) -> int:
     "`at-translate --checkpoint CK [--input F] [--output F] [--reference F]`: translate a file or stdin with a checkpoint."
@@ -339,14 +329,7 @@ def read_sentences(path: str, # a file, or "-" for standard input
                   ) -> list[list[str]]:
     "Tokenized sentences, one per line; an empty line, invalid UTF-8 or a sentence past the limit is an error naming the line."
     name = "<stdin>" if path == "-" else path
-    if path != "-" and Path(path).is_dir(): raise ValueError(f"{name}: is a directory; expected a file of sentences")
-    if path != "-" and not Path(path).exists(): raise FileNotFoundError(f"{name}: input file not found")
-    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    try: text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise ValueError(f"{name}, line {line}: invalid UTF-8 at byte {e.start}; expected UTF-8 text") from None
-    lines = text.splitlines()
+    lines = read_lines(path)  # the one reader: a directory, a missing file or invalid UTF-8 is an error naming it
     if not lines: raise ValueError(f"{name}: no sentences (the file is empty); expected one tokenized sentence per line")
     out = []
     for n, line in enumerate(lines, 1):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_data.ipynb #7688c39f
 from __future__ import annotations
-import gzip, hashlib, io, json, os, random, shutil, urllib.request
+import gzip, hashlib, io, json, os, random, shutil, sys, urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -16,20 +16,25 @@ __all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'Corpus',
            'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer', 'encode_pairs']
 
 # %% ../nbs/05_data.ipynb #5d7fad3e
-def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line
+def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line; "-": standard input
                hint: str = "", # how to obtain the file, appended to the not-found error
               ) -> list[str]: # the lines, without their line endings
-    "Read a UTF-8 text file (plain or .gz) into lines; errors name the file and the line."
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found. {hint or 'Pass the path of an existing text file.'}")
+    "Read a UTF-8 text file (plain or .gz), or standard input, into lines; errors name the file and the line."
+    if str(path) == "-":  # the command-line scripts' default input
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+        raws = (data[:-1] if data.endswith(b"\n") else data).split(b"\n") if data else []
+    else:
+        path = name = Path(path)
+        if path.is_dir(): raise ValueError(f"{path}: is a directory; expected a text file")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: file not found. {hint or 'Pass the path of an existing text file.'}")
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f: raws = list(f)
     lines = []
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-        for i, raw in enumerate(f, 1):
-            try: lines.append(raw.decode("utf-8").rstrip("\r\n"))
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}, line {i}: invalid UTF-8 at byte {e.start} "
-                                 f"({raw[max(0, e.start - 12):e.start + 12]!r}); the corpus must be UTF-8 encoded") from None
+    for i, raw in enumerate(raws, 1):
+        try: lines.append(raw.decode("utf-8").rstrip("\r\n"))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{name}, line {i}: invalid UTF-8 at byte {e.start} "
+                             f"({raw[max(0, e.start - 12):e.start + 12]!r}); expected UTF-8 text") from None
     return lines
 
 # %% ../nbs/05_data.ipynb #863b80e7

@@ -68,6 +68,17 @@ def test_invalid_utf8_names_file_and_line(tmp_path, gz):
         read_lines(p)
 
 
+def test_read_lines_from_stdin_and_a_directory(tmp_path, monkeypatch):
+    "'-' reads standard input (the scripts' default), line endings as in a file; a directory is refused by name."
+    import io, sys
+    for data, want in ((b"a b\r\n\nc\n", ["a b", "", "c"]), (b"x", ["x"]), (b"", [])):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        assert read_lines("-") == want
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok\ncaf\xe9\n")))
+    with pytest.raises(ValueError, match=r"<stdin>, line 2: invalid UTF-8"): read_lines("-")
+    with pytest.raises(ValueError, match=rf"{tmp_path.name}: is a directory"): read_lines(tmp_path)
+
+
 def test_too_long_pairs_filtered_and_counted_never_truncated():
     src = [[3] * n for n in (1, 5, 9, 10, 3)]
     tgt = [[4] * n for n in (2, 9, 1, 3, 10)]
