@@ -20,17 +20,20 @@ def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), on
                hint: str = "", # how to obtain the file, appended to the not-found error
               ) -> list[str]: # the lines, without their line endings
     "Read a UTF-8 text file (plain or .gz), or standard input, into lines; errors name the file and the line."
-    if str(path) == "-":  # the command-line scripts' default input
-        data, name = sys.stdin.buffer.read(), "<stdin>"
-        raws = (data[:-1] if data.endswith(b"\n") else data).split(b"\n") if data else []
+    def raw_lines():  # bytes, one line at a time (a corpus file is streamed, not read whole)
+        if name == "<stdin>":
+            data = sys.stdin.buffer.read()
+            yield from (data[:-1] if data.endswith(b"\n") else data).split(b"\n") if data else []
+        else:
+            with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f: yield from f
+    if str(path) == "-": name = "<stdin>"  # the command-line scripts' default input
     else:
         path = name = Path(path)
         if path.is_dir(): raise ValueError(f"{path}: is a directory; expected a text file")
         if not path.is_file():
             raise FileNotFoundError(f"{path}: file not found. {hint or 'Pass the path of an existing text file.'}")
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f: raws = list(f)
     lines = []
-    for i, raw in enumerate(raws, 1):
+    for i, raw in enumerate(raw_lines(), 1):
         try: lines.append(raw.decode("utf-8").rstrip("\r\n"))
         except UnicodeDecodeError as e:
             raise ValueError(f"{name}, line {i}: invalid UTF-8 at byte {e.start} "
