@@ -52,7 +52,7 @@ def test_cuda_precisions_train(tmp_path, precision):
 def test_nccl_two_gpus_run_copy(tmp_path):
     import subprocess, sys
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                        "-m", "annotated_transformer.tasks", "copy", "--device", "cuda", "--max_steps", "50",
+                        "-m", "annotated_transformer.cli", "copy", "--device", "cuda", "--max_steps", "50",
                         "--run_dir", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "latest").is_file()

@@ -218,6 +218,24 @@ def test_train_main_ptb_sample(shared_data, tmp_path):  # the at-train path: pre
     assert ck["step"] == 2 and ck["extra"]["counts"]["train_trees"] == 3669 and ck["extra"]["data"]["recipe"] == "ptb-sample"
     assert train_main(["ptb-sample", "--run_dir", str(run / "x"), "--data_dir", str(tmp_path), "--no-progress"]) == 1  # no data: clear error
 
+@pytest.mark.slow  # two fresh processes building the sample's vocabulary: about half a minute on 2 cores
+def test_ptb_sample_under_torchrun_with_two_gloo_ranks(shared_data, tmp_path):
+    "`torchrun -m annotated_transformer.cli ptb-sample` on 2 CPU processes (gloo): each rank builds its shard, they train in step, rank 0 saves."
+    import os
+    from pathlib import Path
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "annotated_transformer.cli",
+           "ptb-sample", "--max-steps", "2", "--eval-every", "0", "--save-every", "0", "--run-dir", str(run), "--no-progress",
+           "--data-dir", str(shared_data), "--n-valid", "20", "--device", "cpu", "--precision", "fp32",
+           "--d-model", "32", "--d-ff", "64", "--n-layers", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ck = load_checkpoint(run)
+    assert (ck["step"], ck["world_size"]) == (2, 2) and ck["extra"]["counts"]["train_trees"] == 3669
+    model, vocab = load_parser(run)
+    assert vocab.src_vocab_size == 2000 and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
+
 def random_sentences(n, rng, words="the a dog cat saw liked park idea . ,".split()):
     return [[rng.choice(words) for _ in range(rng.randint(1, 12))] for _ in range(n)]
 
