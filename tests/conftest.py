@@ -1,7 +1,19 @@
-import io, os, pathlib, sys, types, warnings, pytest, torch
+import io, os, pathlib, random, sys, types, warnings, pytest, torch
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("AT_DATA_DIR", REPO.parent / "shared" / "data"))
+
+LEX = dict(ein="a", mann="man", hund="dog", läuft="runs", sitzt="sits", auf="on", dem="the", gras="grass", rot="red")
+
+def write_tiny_multi30k(d: pathlib.Path, n_eval: int) -> pathlib.Path:
+    "Word-for-word German/English pairs (LEX) in the Multi30k layout: d/multi30k/{train,val,test_2016_flickr}.{de,en}; returns d."
+    m = d / "multi30k"; m.mkdir()
+    rng = random.Random(0)
+    for stem, n in (("train", 300), ("val", n_eval), ("test_2016_flickr", n_eval)):
+        de = [" ".join(rng.choice(list(LEX)) for _ in range(rng.randint(3, 7))) for _ in range(n)]
+        (m / f"{stem}.de").write_text("".join(s + "\n" for s in de), encoding="utf-8")
+        (m / f"{stem}.en").write_text("".join(" ".join(LEX[w] for w in s.split()) + "\n" for s in de), encoding="utf-8")
+    return d
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
@@ -41,22 +53,42 @@ def shared_data():
     if not SHARED_DATA.is_dir(): pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
 
+def run_entry(main, argv: list[str], capfd) -> tuple[int, str, str, list[str]]:
+    """Call a console script's entry function as its wrapper would (`sys.exit(entry(argv))`): returns (exit status, stdout,
+    stderr, problems). An exception other than SystemExit is a traceback the user would have seen."""
+    problems = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # every warning the user would see, each time ...
+        for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.filterwarnings("ignore", category=quiet)  # ... but not those Python's default filters hide
+        try: rc = main(argv)
+        except SystemExit as e: rc = e.code
+        except Exception as e:  # what the wrapper would print as a traceback
+            rc = 1
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            problems.append(f"traceback reached the user: {type(e).__name__}: {first}")
+    out, err = capfd.readouterr()
+    # warnings print on stderr as `file:line: Category: message` and the source line below it
+    err = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught) + err
+    if rc is None: rc = 0
+    elif isinstance(rc, str): err += rc + "\n"; rc = 1  # sys.exit("message"): printed on stderr, status 1
+    elif not isinstance(rc, int):  # sys.exit(a dict): printed on stderr, status 1
+        err += f"{rc!r}\n"; problems.append(f"the entry returned a {type(rc).__name__}, which sys.exit prints"); rc = 1
+    return rc, out, err, problems
+
+
 @pytest.fixture
 def cli(capfd, monkeypatch):
     """Run a console script's entry function (`annotated_transformer.cli.*_main`) in this process, as the installed command would
     with these arguments: `cli(main, *args, stdin=None)` -> an object with `returncode`, `stdout`, `stderr` (like
-    `subprocess.run`). Quicker than a fresh interpreter (no second torch import); a few tests per script still run the real
-    command in a subprocess."""
+    `subprocess.run`); an exception escaping the entry function (a traceback the user would see) fails the test. Quicker than a
+    fresh interpreter (no second torch import); a few tests per script still run the real command in a subprocess."""
     def run(main, *args, stdin: str | bytes | None = None):
         capfd.readouterr()
         if stdin is not None:
             data = stdin.encode() if isinstance(stdin, str) else stdin
             monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
-        with warnings.catch_warnings():  # warnings go to stderr, as in a fresh interpreter (not to pytest's recorder)
-            warnings.simplefilter("default")
-            warnings.showwarning = lambda m, c, f, l, file=None, line=None: sys.stderr.write(warnings.formatwarning(m, c, f, l, line))
-            try: rc = main([str(a) for a in args])
-            except SystemExit as e: rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)  # argparse: exit 2
-        out, err = capfd.readouterr()
-        return types.SimpleNamespace(returncode=rc or 0, stdout=out, stderr=err)
+        rc, out, err, problems = run_entry(main, [str(a) for a in args], capfd)
+        assert not problems, problems
+        return types.SimpleNamespace(returncode=rc, stdout=out, stderr=err)
     return run

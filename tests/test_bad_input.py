@@ -14,10 +14,11 @@ no result dict, and `at-train` interrupted by SIGINT / SIGTERM must save and exi
 The entry points live in `ENTRY`: re-point them there when the scripts move (e.g. into `annotated_transformer/cli.py`).
 Everything the tests read is made here in tmp directories (tiny runs of 2-4 steps); nothing is downloaded.
 """
-import csv, hashlib, importlib, io, json, os, random, shutil, signal, subprocess, sys, time, warnings
+import csv, hashlib, importlib, io, json, os, random, shutil, signal, subprocess, sys, time
 from dataclasses import asdict
 from pathlib import Path
 import pytest, torch
+from conftest import run_entry, write_tiny_multi30k
 
 # console script -> "module:function", each `(argv: list[str] | None = None) -> int` (None counts as 0)
 ENTRY = {
@@ -51,7 +52,6 @@ def subprocess_env(cache_dir) -> dict:
 
 # ---------------------------------------------------------------- tiny inputs, made once per session
 
-LEX = dict(ein="a", mann="man", hund="dog", läuft="runs", sitzt="sits", auf="on", dem="the", gras="grass", rot="red")
 GOOD_DE = "ein mann läuft auf dem gras\nein hund sitzt\n"
 TRAIN_COPY = ["--max-steps", "2", "--copy-n", "100", "--n-valid", "10", "--eval-every", "0", "--no-progress",
               "--device", "cpu", "--precision", "fp32"]  # every copy row: if the script does not refuse, it is quick
@@ -66,14 +66,8 @@ def _quiet(fn, *args):
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
-    "Word-for-word German/English pairs in the Multi30k layout: multi30k/{train,val,test_2016_flickr}.{de,en}."
-    d = tmp_path_factory.mktemp("data"); m = d / "multi30k"; m.mkdir()
-    rng = random.Random(0)
-    for stem, n in (("train", 300), ("val", 8), ("test_2016_flickr", 8)):
-        de = [" ".join(rng.choice(list(LEX)) for _ in range(rng.randint(3, 7))) for _ in range(n)]
-        (m / f"{stem}.de").write_text("".join(s + "\n" for s in de), encoding="utf-8")
-        (m / f"{stem}.en").write_text("".join(" ".join(LEX[w] for w in s.split()) + "\n" for s in de), encoding="utf-8")
-    return d
+    "Word-for-word German/English pairs in the Multi30k layout (conftest.write_tiny_multi30k), 8 validation and test lines."
+    return write_tiny_multi30k(tmp_path_factory.mktemp("data"), 8)
 
 @pytest.fixture(scope="session")
 def empty_cache(tmp_path_factory):
@@ -569,27 +563,8 @@ ROWS = [
 # ---------------------------------------------------------------- running a row and judging what the user saw
 
 def run_in_process(script: str, argv: list[str], capfd) -> tuple[int, str, str, list[str]]:
-    """Call the entry function as the console-script wrapper would (`sys.exit(entry(argv))`): returns (exit status, stdout,
-    stderr, problems). An exception other than SystemExit is a traceback the user would have seen."""
-    problems = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")  # every warning the user would see, each time ...
-        for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
-            warnings.filterwarnings("ignore", category=quiet)  # ... but not those Python's default filters hide
-        try: rc = entry(script)(argv)
-        except SystemExit as e: rc = e.code
-        except Exception as e:  # what the wrapper would print as a traceback
-            rc = 1
-            first = (str(e).strip().splitlines() or [""])[0][:200]
-            problems.append(f"traceback reached the user: {type(e).__name__}: {first}")
-    out, err = capfd.readouterr()
-    # warnings print on stderr as `file:line: Category: message` and the source line below it
-    err = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught) + err
-    if rc is None: rc = 0
-    elif isinstance(rc, str): err += rc + "\n"; rc = 1  # sys.exit("message"): printed on stderr, status 1
-    elif not isinstance(rc, int):  # sys.exit(a dict): printed on stderr, status 1
-        err += f"{rc!r}\n"; problems.append(f"the entry returned a {type(rc).__name__}, which sys.exit prints"); rc = 1
-    return rc, out, err, problems
+    "The entry function of `script` (ENTRY), run in-process by conftest.run_entry."
+    return run_entry(entry(script), argv, capfd)
 
 def judge(script: str, rc: int, out: str, err: str, code, expect, problems: list[str]) -> list[str]:
     "Problems with a finished run: status, traceback, the one-line message and what it names."

@@ -1,22 +1,15 @@
 "`at-train multi30k` then `at-evaluate` as a user runs them (their entry functions, in-process), in both directions, on a tiny corpus in the Multi30k layout."
-import json, random
+import json
 import pytest
+from conftest import write_tiny_multi30k
 from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.cli import train_main, evaluate_main
 from annotated_transformer.translation import paper_bleu, paper_tokenize
 
-LEX = dict(ein="a", mann="man", hund="dog", läuft="runs", sitzt="sits", auf="on", dem="the", gras="grass", rot="red")
-
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    "Word-for-word German/English pairs written as multi30k/{train,val,test_2016_flickr}.{de,en}."
-    d = tmp_path_factory.mktemp("data"); m = d / "multi30k"; m.mkdir()
-    rng = random.Random(0)
-    for stem, n in (("train", 300), ("val", 20), ("test_2016_flickr", 20)):
-        de = [" ".join(rng.choice(list(LEX)) for _ in range(rng.randint(3, 7))) for _ in range(n)]
-        (m / f"{stem}.de").write_text("".join(s + "\n" for s in de), encoding="utf-8")
-        (m / f"{stem}.en").write_text("".join(" ".join(LEX[w] for w in s.split()) + "\n" for s in de), encoding="utf-8")
-    return d
+    "Word-for-word German/English pairs in the Multi30k layout (conftest.write_tiny_multi30k), 20 validation and test lines."
+    return write_tiny_multi30k(tmp_path_factory.mktemp("data"), 20)
 
 @pytest.mark.parametrize("src,tgt", [("de", "en"), ("en", "de")])
 def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
