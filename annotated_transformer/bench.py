@@ -6,7 +6,7 @@
 from __future__ import annotations
 import gzip, json, math, os, platform, resource, statistics, subprocess, sys, time, warnings
 from contextlib import nullcontext, contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 import torch
 import torch.nn as nn
@@ -18,28 +18,30 @@ from .embeddings import Embeddings, PositionalEncoding, tie_weights
 from .model import make_model, count_parameters
 from .optim import make_optimizer
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
-from .batching import TokenBatchSampler, collate, padding_fraction
+from .batching import Batch, TokenBatchSampler, collate, padding_fraction
 from .decode import bench_decoding
-from .train import HiddenStates
+from .train import HiddenStates, resolve_precision, precision_trial
+from .tasks import TASKS
 from .data import default_data_dir
 
 # %% auto #0
 __all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'bench_config',
            'TorchReference', 'copy_to_reference', 'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step',
            'time_interleaved', 'train_flops', 'bench_train', 'bench_infer', 'set_fused', 'bench_attention',
-           'matmul_tflops', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches',
-           'peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops',
-           'bench_mfu', 'cpu_record', 'settings', 'run_benchmarks', 'ratio_rows', 'print_report']
+           'bench_precision', 'matmul_tflops', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode',
+           'bench_decode_batches', 'peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching',
+           'peak_tflops', 'bench_mfu', 'cpu_record', 'settings', 'run_benchmarks', 'ratio_rows', 'print_report']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
-    "The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 11_translation run), `base` and `big` (Table 3)."
+    "The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 11_translation run), `base` and `big` (Table 3), and the models of the `copy`, `ptb-sample` and `ptb-small` tasks."
     presets = {
         "tiny": lambda: TransformerConfig.tiny(src_vocab_size=64, tgt_vocab_size=64, max_len=256),
         "multi30k": lambda: TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
                                               n_layers=3, dropout=0.15, norm_first=True, max_len=1024),
         "base": lambda: TransformerConfig.base(max_len=1024),
-        "big": lambda: TransformerConfig.big(max_len=1024)}
+        "big": lambda: TransformerConfig.big(max_len=1024),
+        **{t: (lambda t=t: replace(TASKS[t].model, max_len=1024)) for t in ("copy", "ptb-sample", "ptb-small")}}
     if preset not in presets: raise ValueError(f"preset={preset!r}: expected one of {sorted(presets)}")
     return presets[preset]()
 
@@ -247,6 +249,20 @@ def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu"
                           "explicit": make_train_step(explicit, batch, precision, device)}, reps, warmup, device)
     return dict(precision=precision, max_abs_diff=max_diff, fused_step_s=_median(t["fused"]),
                 explicit_step_s=_median(t["explicit"]), ratio=_median(t["explicit"]) / _median(t["fused"]))
+
+# %% ../nbs/14_benchmarks.ipynb #34fe61c1
+def bench_precision(cfg, batch, reps=5, warmup=1, device="cpu") -> dict:
+    "bf16 autocast against fp32 for our training step, timed by the trainer's own `precision_trial`; and what `auto` picks from it."
+    torch.manual_seed(0); model = make_model(cfg).to(device)
+    n_tgt = int((~batch["tgt_key_padding_mask"]).sum())
+    b = Batch(**batch, n_src_tokens=int((~batch["src_key_padding_mask"]).sum()), n_tgt_tokens=n_tgt)
+    t = precision_trial(model, b, torch.device(device), steps=reps)  # warm-up: one untimed step of each
+    ratio = t["fp32"] / t["bf16"]
+    auto, why = resolve_precision("auto", torch.device(device), trial=lambda: t)  # no key: nothing remembered
+    faster = "bf16" if ratio > 1 else "fp32"
+    return dict({k: dict(step_s=v, tok_per_s=n_tgt / v) for k, v in t.items()}, tokens=n_tgt, d_model=cfg.d_model,
+                bf16_vs_fp32=ratio, faster=faster, auto=auto, auto_why=why, auto_is_faster=auto == faster)
+
 
 # %% ../nbs/14_benchmarks.ipynb #869addc3
 FAST = dict(loss="chunked", adam="auto")  # our fast path: chunked loss, fused Adam (`impl="auto"`)
@@ -461,10 +477,12 @@ def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda"
                 tok_per_s=batch_size * src_len / _median(t))
 
 # %% ../nbs/14_benchmarks.ipynb #e28d90a2
-BENCHMARKS = ("train", "infer", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
+BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
               "mfu", "compile")
 DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b != "compile")  # `at-bench --compile` adds the compiled rows
 DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32), ("cpu", "big"): (8, 32),
+                  ("cpu", "copy"): (64, 12), ("cpu", "ptb-sample"): (24, 64), ("cpu", "ptb-small"): (48, 64),  # about each task's
+                  ("cuda", "copy"): (64, 12), ("cuda", "ptb-sample"): (24, 64), ("cuda", "ptb-small"): (48, 64),  # token budget
                   ("cuda", "tiny"): (8, 12), ("cuda", "multi30k"): (256, 32), ("cuda", "base"): (128, 128),
                   ("cuda", "big"): (128, 128)}
 
@@ -519,6 +537,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
         for prec in precisions:
             run("train", lambda: {**r.get("train", {}), prec: bench_train(cfg, batch, prec, reps, warmup, device)})
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
+        run("precision", lambda: bench_precision(cfg, batch, reps, warmup, device))
         run("compile", lambda: bench_compile(cfg, batch, fast_prec, reps, warmup, device, cpeak))
         run("attention", lambda: bench_attention(cfg, batch, "fp32", reps, warmup, device))
         run("loss", lambda: bench_loss(cfg, batch, "fp32", reps, warmup, device))
@@ -547,6 +566,10 @@ def ratio_rows(res: dict) -> list[dict]:
         if "fp32" in t and "bf16" in t:
             row("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"], t["fp32"]["ours"]["tok_per_s"],
                 "fp32", t["bf16"]["ours"]["tok_per_s"] / t["fp32"]["ours"]["tok_per_s"])
+        if "precision" in r:
+            x = r["precision"]
+            row(f"train tokens/s, bf16 vs fp32, trainer's step (auto: {x['auto']})", x["bf16"]["tok_per_s"],
+                x["fp32"]["tok_per_s"], "fp32", x["bf16_vs_fp32"])
         if "compile" in r:
             x, prec = r["compile"], r["compile"]["precision"]
             row(f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"], "nn.Transformer", x["eager_ratio"])

@@ -98,7 +98,9 @@ def train_copy_demo(steps: int = 4, # optimizer steps
     tmp = tempfile.TemporaryDirectory() if run_dir is None else None
     cfg = TrainConfig(**{**dict(max_steps=steps, warmup_steps=4, eps=1e-3, accum_steps=micro_batches // info.world_size,
                                   max_tokens=50, device="cpu", run_dir=run_dir or tmp.name, progress=False, log_every=1,
-                                  save_every=0, eval_every=0), **overrides})
+                                  save_every=0, eval_every=0,
+                                  precision="fp32"),  # a comparison of runs: the same precision in every one, on every CPU
+                         **overrides})
     trainer = Trainer(model, cfg, loader)
     trainer.fit()
     losses = [r["loss"] for r in read_metrics(cfg.run_dir) if "loss" in r] if info.is_main else None

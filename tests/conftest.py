@@ -24,6 +24,7 @@ def _run_slow(config) -> bool:
     return config.getoption("--slow") or "slow" in (config.getoption("markexpr") or "") or os.environ.get("AT_SLOW") == "1"
 
 def pytest_configure(config):
+    os.environ["AT_CPU_FLAGS"] = NO_NATIVE_BF16  # see cpu_without_native_bf16
     for name, why in [("slow", "long-running (nbdev flag `slow`)"), ("cuda", "needs a CUDA GPU (nbdev flag `cuda`)"),
                       ("multigpu", "needs several GPUs (nbdev flag `multigpu`)")]:
         config.addinivalue_line("markers", f"{name}: {why}")
@@ -38,13 +39,20 @@ def pytest_collection_modifyitems(config, items):
         if "multigpu" in item.keywords and torch.cuda.device_count() < 2:
             item.add_marker(pytest.mark.skip(reason="needs 2 or more CUDA devices"))
 
+NO_NATIVE_BF16 = "fpu sse2 avx2"  # the CPU flags every test process, and every process a test starts, reports
+
 @pytest.fixture(autouse=True)
 def cpu_without_native_bf16(monkeypatch):
     """Every test runs as on a CPU without native bf16, so precision 'auto' is fp32 on any machine and numerical tests do not
-    depend on the CPU kind; tests of 'auto' itself patch `cpu_flags` again. (Subprocesses see the real CPU.) Yields the real reader."""
+    depend on the CPU kind. It is `$AT_CPU_FLAGS`, which `train.cpu_flags` reads first, so the processes a test starts (torchrun
+    and spawned workers, console scripts) see the same CPU (`pytest_configure` sets it for the whole session, before any
+    session fixture starts one); tests of 'auto' itself set other flags. Yields the real reader of /proc/cpuinfo."""
     from annotated_transformer import train
-    real = train.cpu_flags
-    monkeypatch.setattr(train, "cpu_flags", lambda: {"fpu", "sse2", "avx2"})
+    monkeypatch.setenv("AT_CPU_FLAGS", NO_NATIVE_BF16)
+    def real():
+        with monkeypatch.context() as m:
+            m.delenv("AT_CPU_FLAGS", raising=False)
+            return train.cpu_flags()
     yield real
 
 @pytest.fixture
