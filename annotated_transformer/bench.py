@@ -250,7 +250,7 @@ def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu"
     return dict(precision=precision, max_abs_diff=max_diff, fused_step_s=_median(t["fused"]),
                 explicit_step_s=_median(t["explicit"]), ratio=_median(t["explicit"]) / _median(t["fused"]))
 
-# %% ../nbs/14_benchmarks.ipynb #34fe61c1
+# %% ../nbs/14_benchmarks.ipynb #71d8530c
 def bench_precision(cfg, batch, reps=5, warmup=1, device="cpu") -> dict:
     "bf16 autocast against fp32 for our training step, timed by the trainer's own `precision_trial`; and what `auto` picks from it."
     torch.manual_seed(0); model = make_model(cfg).to(device)

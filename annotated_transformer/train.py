@@ -188,7 +188,7 @@ def _memory_mb(device) -> float:
     if device.type == "cuda": return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
-# %% ../nbs/09_train.ipynb #d78b1048
+# %% ../nbs/09_train.ipynb #73b06781
 def precision_trial(model: nn.Module, # the model to train (a copy is timed)
                     batch, # a `Batch` of the run's training data
                     device: torch.device, # where the run trains
