@@ -102,7 +102,8 @@ def plot_metrics(path: str | Path, # metrics.jsonl or a run directory
     import matplotlib.pyplot as plt
     recs = read_metrics(path)
     train = [r for r in recs if "loss" in r]; val = [r for r in recs if "val_loss" in r]
-    fig, axs = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axs = plt.subplot_mosaic([["loss", "loss"], ["lr", "speed"]], figsize=(7, 5.2))  # sized for the docs column
+    axs = [axs["loss"], axs["lr"], axs["speed"]]
     axs[0].plot([r["step"] for r in train], [r["loss"] for r in train], label="train (label-smoothed)")
     if val:
         axs[0].plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", label="validation (label-smoothed)")

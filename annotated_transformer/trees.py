@@ -210,7 +210,7 @@ def recipe_trees(recipe: str, split: str, data_dir: str | Path | None = None) ->
 
 # %% ../nbs/13_trees.ipynb #48bde77a
 def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 8):
-    "Draw a tree with matplotlib: words along the bottom, spaced by their length so they never overlap, constituents above."
+    "Draw a tree with matplotlib: words along the bottom, spaced by their length and a font that fits the width, so they never overlap."
     import matplotlib.pyplot as plt
     words = tree.words()
     widths = [max(len(w), 2) + 2 for w in words]  # in characters, with a margin of one on each side
@@ -223,7 +223,12 @@ def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 8):
         x = sum(k[0] for k in kids) / len(kids); items.append((x, depth, t.label, kids)); return x, depth
     place(tree, 0)
     depth = max(d for _, d, _, _ in items)
-    if ax is None: _, ax = plt.subplots(figsize=(max(4, 0.075 * fontsize / 8 * x0 * 1.25), 0.5 * (depth + 2)))
+    per_char = lambda size: 0.075 * size / 8 * 1.25  # inches a character of the label font takes, with room
+    if ax is None:  # as wide as the words need, up to the docs column (7 in); past that the font shrinks, down to 5 pt
+        fontsize = max(5, min(fontsize, fontsize * 7 / (per_char(fontsize) * x0)))
+        _, ax = plt.subplots(figsize=(max(4, min(7, per_char(fontsize) * x0)), 0.5 * (depth + 2)))
+    else:  # the given axes set the width: the font shrinks until the words fit side by side
+        fontsize = min(fontsize, fontsize * ax.get_position().width * ax.figure.get_figwidth() / (per_char(fontsize) * x0))
     y = lambda d, word: -depth if word else -d  # words on one line at the bottom
     for x, d, label, kids in items:
         ax.text(x, y(d, kids is None), label, ha="center", va="center", fontsize=fontsize,

@@ -160,7 +160,7 @@ class GridSettings:
     alpha: float = 0.6
     seed: int = 0
     device: str = "cpu"
-    precision: str = "bf16"
+    precision: str = "auto"  # fp32 where bf16 is emulated or slower (a trial decides where it is native), as at-train
     n_train: int = 0  # first n training pairs (0: all)
     n_valid: int = 0  # first n dev pairs (0: all)
 
@@ -301,14 +301,15 @@ def plot_table3(rows: list[dict], title: str | None = None):
     "Changes against base, ours beside the paper's (perplexity ratio, BLEU difference), and perplexity vs parameters."
     import matplotlib.pyplot as plt
     c = compare(rows)
-    fig, axs = plt.subplots(1, 3, figsize=(15, 5.5), gridspec_kw=dict(width_ratios=[1, 1, 0.9]))
+    fig, axs = plt.subplot_mosaic([["ppl", "bleu"], ["params", "params"]], figsize=(7, 9.5), height_ratios=[1.7, 1])  # the docs column
+    axs = [axs["ppl"], axs["bleu"], axs["params"]]
     y = list(range(len(c)))[::-1]
     for ax, ours, paper, label in ((axs[0], "ppl_ratio", "paper_ppl_ratio", "dev perplexity / base (lower is better)"),
                                    (axs[1], "bleu_diff", "paper_bleu_diff", "dev BLEU - base (higher is better)")):
         ax.barh([v + 0.2 for v in y], [r[ours] for r in c], height=0.4, label="ours (Multi30k val)")
         ax.barh([v - 0.2 for v in y], [r[paper] for r in c], height=0.4, label="paper (newstest2013)")
         ax.axvline(1.0 if "ratio" in ours else 0.0, color="k", lw=0.8)
-        ax.set_yticks(y, [r["row"] for r in c], fontsize=8); ax.set_xlabel(label); ax.legend(fontsize=8)
+        ax.set_yticks(y, [r["row"] for r in c], fontsize=8); ax.set_xlabel(label, fontsize=9); ax.legend(fontsize=7)
     axs[1].set_yticklabels([])
     ax = axs[2]
     for r in c:
@@ -318,7 +319,7 @@ def plot_table3(rows: list[dict], title: str | None = None):
     from matplotlib.ticker import ScalarFormatter, NullFormatter
     ax.xaxis.set_major_formatter(ScalarFormatter()); ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks([1, 2, 4, 8])
-    if title: fig.suptitle(title)
+    if title: fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -27,6 +27,9 @@ nb_execution_mode = 'off'
 nb_merge_streams = True
 nb_ipywidgets_js = {}          # no widgets; and nothing loaded from a CDN
 nb_output_stderr = 'show'
+# a markdown table printed by a cell (IPython `Markdown(...)`, mime text/markdown) is rendered with the pages' own MyST
+# parser; myst-nb's default, 'commonmark', has no tables and left them as raw `| ... |` text
+nb_render_markdown_format = 'myst'
 suppress_warnings = ['myst.header']   # show_doc entries are H3 whatever the page's heading levels (as with Quarto)
 
 myst_enable_extensions = ['dollarmath', 'amsmath', 'attrs_block', 'attrs_inline', 'colon_fence', 'html_image',

@@ -130,6 +130,12 @@ _PAGE_JS = """async () => {
     merror: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent),
     h1: [...document.querySelectorAll('article h1, main h1')].map(e => e.textContent.replace(/[#¶]/g, '').trim()),
     title: document.title,
+    raw_tables: [...document.querySelectorAll('article p, main p, article li, main li')]
+                 .filter(e => /^\\s*\\|.*\\|\\s*$/m.test(e.innerText) && /\\|\\s*:?-{3,}/.test(e.innerText))
+                 .map(e => e.innerText.slice(0, 80)),
+    shrunk: [...document.querySelectorAll('article img, main img')].filter(i => i.naturalWidth > 0)
+              .map(i => ({src: i.src.split('/').pop(), natural: i.naturalWidth, shown: Math.round(i.getBoundingClientRect().width)}))
+              .filter(i => i.shown < 0.7 * i.natural),
     wide_code: [...document.querySelectorAll('article pre, main pre')].filter(e => e.scrollWidth > e.clientWidth + 1)
                  .map(e => e.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b, '').slice(0, 80)),
   };
@@ -205,6 +211,20 @@ def test_code_fits_the_column(site):
     "Code and outputs wrap inside the text column: no line hidden behind a horizontal scrollbar"
     wide = {p: info['wide_code'] for p, (info, _) in site.items() if info['wide_code']}
     assert not wide, f'code blocks wider than the column (longest line of each): {json.dumps(wide, indent=1)}'
+
+
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
+def test_tables_are_tables(site):
+    "Every markdown table, in prose or printed by a cell, is an HTML table: no paragraph of raw `| a | b |` lines"
+    raw = {p: info['raw_tables'] for p, (info, _) in site.items() if info['raw_tables']}
+    assert not raw, f'markdown tables left as raw text: {json.dumps(raw, indent=1, ensure_ascii=False)}'
+
+
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
+def test_figures_are_shown_near_their_natural_size(site):
+    "A figure shrunk below 70% of its width to fit the column has labels too small to read at 100% zoom: size it for the column"
+    shrunk = {p: info['shrunk'] for p, (info, _) in site.items() if info['shrunk']}
+    assert not shrunk, f'figures shown at < 70% of their natural width (px): {json.dumps(shrunk, indent=1)}'
 
 
 @pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
