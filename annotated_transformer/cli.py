@@ -195,6 +195,18 @@ def _copy_results(trainer, out: dict, report: dict, seconds: float, cpu_seconds:
 # %% ../nbs/15_cli.ipynb #0b6fda62
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}  # the shell's 128 + signal number
 
+def _closing(trainer, out: dict, report: dict, seconds: float, cpu_seconds: float, results: Path | None = None):
+    "The closing lines of every `at-train` task: time, CPU time, threads, precision, then the final metrics in words."
+    n = torch.get_num_threads()
+    print(f"trained {out.get('step', trainer.step)} steps in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {n} thread{'s' * (n != 1)}, "
+          f"{trainer.cfg.precision}, {trainer.world_size} process{'es' * (trainer.world_size != 1)})")
+    words = [f"training loss {out['loss']:.4f} per target token (label-smoothed)"] if "loss" in out else []
+    if "val_loss" in out:
+        words.append(f"validation loss {out['val_loss']:.4f}, cross-entropy {out['val_nll']:.4f}, perplexity {out['val_ppl']:.2f}")
+    if "exact_match" in report: words.append(f"exact match {report['exact_match']:.1%} on {report['n_eval']} fresh sequences")
+    print("final: " + ("; ".join(words) or "no metrics logged"))
+    print(f"checkpoint {out.get('checkpoint')}" + (f"; results in {results}" if results else ""))
+
 def _train(argv: list[str]) -> int:
     task, mcfg, tcfg, spec = parse_args(argv)
     info = init_distributed(tcfg.device)
@@ -216,13 +228,9 @@ def _train(argv: list[str]) -> int:
         if "stopped_by" in out:  # saved and said so (`fit`); a non-zero status stops `at-train ... && at-evaluate ...`
             return SIGNAL_EXIT.get(out["stopped_by"], 130)
         if info.is_main:
-            print({k: round(v, 4) if isinstance(v, float) else v for k, v in out.items() if k != "time"})
-            if TASKS[task].kind != "parsing":
-                report = _report(trainer, spec, data.tokenizer, data.valid)
-                if spec.recipe == "copy":
-                    path = _copy_results(trainer, out, report, seconds, cpu_seconds)
-                    print(f"trained in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {torch.get_num_threads()} threads, "
-                          f"{trainer.cfg.precision}); results in {path}")
+            report = _report(trainer, spec, data.tokenizer, data.valid) if TASKS[task].kind != "parsing" else {}
+            path = _copy_results(trainer, out, report, seconds, cpu_seconds) if spec.recipe == "copy" else None
+            _closing(trainer, out, report, seconds, cpu_seconds, path)
         return 0
     finally:
         cleanup_distributed()
@@ -309,15 +317,26 @@ def _evaluate(argv: list[str]) -> int:
         test = load_recipe(recipe, a.test, **kw)
         task = ck.get("extra", {}).get("task") or (recipe if recipe in TASKS else None)  # recorded by at-train (older runs: the recipe's task)
         task = task if task in TASKS else None  # a run built by hand: results.json says its command is unknown
-        res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size)
+        t0 = time.perf_counter()
+        res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
+                           progress=True)
     if a.save_chosen:
         chosen = checkpoint_candidates(a.run_dir, tuple(a.average))[res["chosen"]]
         atomic_write(a.save_chosen, lambda f: torch.save(chosen, f))
-    b = res["test_beam"]
-    paper = f", paper-style {b['bleu_paper']:.2f}" if "bleu_paper" in b else ""
-    print(f"chosen: {res['chosen']} | {test.name} {test.split}: BLEU {b['bleu']:.2f} ({b['bleu_signature']}){paper}, "
-          f"greedy BLEU {res['test_greedy']['bleu']:.2f} -> {a.out}/results.json")
+    _evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0)
     return 0
+
+def _evaluation_summary(res: dict, valid, test, out: str, seconds: float):
+    "at-evaluate's closing lines: what was chosen and on what, the test scores in words, where the files are."
+    sel, b, g = res["selection"], res["test_beam"], res["test_greedy"]
+    print(f"chosen: {res['chosen']} (step {sel[res['chosen']]['step']}), the best validation BLEU on {valid.name} {valid.split} "
+          f"({len(valid)} sentences, {res['selected_by'].split(', ')[-1]}): "
+          + ", ".join(f"{n} {s['valid_bleu']:.2f}" for n, s in sel.items()))
+    paper = f", paper-style tokenized BLEU {b['bleu_paper']:.2f}" if "bleu_paper" in b else ""
+    print(f"test {test.name} {test.split} ({len(test)} sentences): BLEU {b['bleu']:.2f} with beam {b['beam_size']}, "
+          f"{g['bleu']:.2f} greedy; chrF {b['chrf']:.2f}{paper}")
+    print(f"  sacreBLEU {b['bleu_signature']}")
+    print(f"wrote results.json, test.beam.txt, test.greedy.txt and metrics.jsonl to {out} ({seconds:.0f} s)")
 
 def evaluate_main(argv: list[str] | None = None) -> int:
     "`at-evaluate RUN_DIR --test SPLIT --out DIR`: choose a checkpoint or average on validation, decode a test split, write results."

@@ -70,6 +70,7 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str],
               batch_size: int = 64, # sentences per batch (each decodes beam_size rows)
               too_long: str = "truncate", # over-long input lines: "truncate" (with a warning) or "error"
               early_stop: bool = True, # `beam_search`'s stopping rule
+              progress=None, # called with the number of sentences of each batch once it is decoded (e.g. a tqdm bar's `update`)
              ) -> list[str]: # one translation per line, in input order ("" for an empty line)
     "Translate lines with batched beam search; output line i translates input line i."
     dev = next(model.parameters()).device
@@ -85,6 +86,7 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str],
         for i, h in zip(idx, hyps):
             toks = [t for t in h[0].tokens if t != model.cfg.eos_idx]
             out[i] = tokenizer.decode(toks).replace("\r", " ").replace("\n", " ")
+        if progress: progress(len(idx))
     return out
 
 # %% ../nbs/08b_inference.ipynb #246af8fa

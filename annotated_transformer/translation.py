@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_translation.ipynb #58a05aa9
 from __future__ import annotations
-import json, re, time
+import json, re, sys, time
 from dataclasses import asdict
 from pathlib import Path
 import torch
@@ -60,10 +60,19 @@ def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus
                  beam_size: int = 4, alpha: float = 0.6, # §6.1: beam 4, alpha 0.6 (beam 1 = greedy)
                  batch_size: int = 64, # sentences per batch
                  lang: str | None = None, # target language: also report `paper_bleu` (None: don't)
+                 desc: str | None = None, # show a progress bar on stderr with this label (None: silent)
                 ) -> dict: # hyps, seconds, bleu, chrf, bleu_tok_lc (+ signatures), bleu_paper
     "Translate a corpus' source side and score it against its references."
     t0 = time.perf_counter()
-    with torch.no_grad(): hyps = translate(model, tokenizer, list(corpus.src), beam_size, alpha, batch_size=batch_size)
+    bar = None
+    if desc:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(corpus.src), desc=desc, unit="sent", file=sys.stderr, dynamic_ncols=True)
+    try:
+        with torch.no_grad():
+            hyps = translate(model, tokenizer, list(corpus.src), beam_size, alpha, batch_size=batch_size, progress=bar and bar.update)
+    finally:
+        if bar: bar.close()
     res = dict(hyps=hyps, seconds=time.perf_counter() - t0, **bleu_scores(hyps, list(corpus.tgt)))
     return dict(res, **paper_bleu(hyps, list(corpus.tgt), lang)) if lang else res
 
@@ -102,7 +111,9 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  beam_size: int = 4, alpha: float = 0.6, # test decoding (§6.1)
                  select_beam: int = 1, # beam used to score the candidates on `valid`
                  task: str | None = "multi30k", # the task at-train recorded (for the command line; None: not an at-train run)
-                 batch_size: int = 64) -> dict: # what results.json holds
+                 batch_size: int = 64, # sentences per batch
+                 progress: bool = False, # a progress bar on stderr for every decoding pass
+                ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
     cands = checkpoint_candidates(run_dir, average)
@@ -110,12 +121,14 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
     selection = {}
     for name, ck in cands.items():
         model, tok = load_translator(ck)
-        r = score_corpus(model, tok, valid, select_beam, alpha, batch_size)
+        r = score_corpus(model, tok, valid, select_beam, alpha, batch_size,
+                         desc=progress and f"{valid.split}: {name} ({len(cands)} candidates), beam {select_beam}")
         selection[name] = dict(step=ck["step"], n_averaged=len(ck.get("averaged", [None])), valid_bleu=r["bleu"],
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
     chosen = max(selection, key=lambda n: selection[n]["valid_bleu"])
     model, tok = load_translator(cands[chosen])
-    beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang) for k in (beam_size, 1))
+    beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang, desc=progress and f"{test.split}: {chosen}, beam {k}")
+                    for k in (beam_size, 1))
     last = cands["last"]
     scores = lambda r: {k: v for k, v in r.items() if k != "hyps"}
     res = dict(task=task, splits=f"chosen on {valid.name} {valid.split}, reported on {test.name} {test.split}",

@@ -15,6 +15,17 @@ def write_tiny_multi30k(d: pathlib.Path, n_eval: int) -> pathlib.Path:
         (m / f"{stem}.en").write_text("".join(" ".join(LEX[w] for w in s.split()) + "\n" for s in de), encoding="utf-8")
     return d
 
+def assert_closing_lines(stdout: str):
+    "The closing lines every `at-train` task prints: time, CPU time, threads, precision, processes; the final metrics in words; the checkpoint."
+    import re
+    lines = stdout.rstrip().splitlines()[-3:]
+    assert len(lines) == 3, stdout[-2000:]
+    assert re.fullmatch(r"trained \d+ steps in \d+ s \(\d+ s CPU time, (1 thread|\d+ threads), (fp32|bf16|fp16), "
+                        r"(1 process|\d+ processes)\)", lines[0]), lines[0]
+    assert re.match(r"final: training loss \d+\.\d{4} per target token \(label-smoothed\)", lines[1]), lines[1]
+    assert lines[2].startswith("checkpoint ") and lines[2].split()[1].rstrip(";").endswith(".pt"), lines[2]
+    assert "{'" not in stdout  # no raw Python dict
+
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
                      help="also run the tests marked slow (long training runs; CI runs them after the quick set)")

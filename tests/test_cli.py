@@ -4,6 +4,7 @@ from annotated_transformer.cli import build_parser, parse_args, find_task, train
 from annotated_transformer.tasks import TASKS
 from annotated_transformer.checkpoint import load_model
 from annotated_transformer.copy_task import copy_accuracy
+from conftest import assert_closing_lines
 
 def at_train(*args, cwd, timeout=900):
     exe = shutil.which("at-train")
@@ -16,6 +17,8 @@ def test_short_run_writes_a_self_describing_checkpoint(tmp_path):
     r = at_train("--max-steps", "40", "copy", "--eval-every", "0", "--run-dir", str(tmp_path / "run"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "exact-match accuracy on 1000 fresh sequences" in r.stdout
+    assert_closing_lines(r.stdout)
+    assert "; exact match " in r.stdout.splitlines()[-2] and "results in " in r.stdout.splitlines()[-1]
     assert r.stdout.count("precision ") >= 1 and "(auto: " in r.stdout  # the choice and its reason, said once
     assert "train:" in r.stderr and "40/40" in r.stderr  # the progress bar, as for every task
     res = json.loads((tmp_path / "run" / "results.json").read_text())

@@ -1,7 +1,7 @@
 "`at-train multi30k` then `at-evaluate` as a user runs them (their entry functions, in-process), in both directions, on a tiny corpus in the Multi30k layout."
 import json
 import pytest
-from conftest import write_tiny_multi30k
+from conftest import write_tiny_multi30k, assert_closing_lines
 from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.cli import train_main, evaluate_main
 from annotated_transformer.translation import paper_bleu, paper_tokenize
@@ -18,11 +18,20 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
             "--max_steps", "6", "--warmup_steps", "2", "--save_every", "2", "--eval_every", "3", "--max_tokens", "400",
             "--precision", "fp32", "--device", "cpu", "--no-progress", "--run_dir", str(tmp_path / "run"))
     assert r.returncode == 0, r.stderr
+    assert_closing_lines(r.stdout)  # at-train's closing lines, the same for every task
     ck = load_checkpoint(tmp_path / "run")
     assert (ck["extra"]["data"]["src_lang"], ck["extra"]["data"]["tgt_lang"]) == (src, tgt)
     r = cli(evaluate_main, str(tmp_path / "run"), "--test", "test", "--out",
             str(tmp_path / "res"), "--average", "2", "3", "--batch-size", "8", "--save-chosen", str(tmp_path / "chosen.pt"))
     assert r.returncode == 0, r.stderr
+    # progress while it decodes: a bar per candidate on validation, then beam and greedy on test ...
+    for bar in ("val: last (3 candidates), beam 1", "val: avg2", "val: avg3", "test: ", ", beam 4", ", beam 1"): assert bar in r.stderr, bar
+    assert "20/20" in r.stderr
+    # ... and a summary in words
+    out = r.stdout.splitlines()
+    assert out[0].startswith("chosen: ") and "the best validation BLEU on multi30k val (20 sentences, beam 1): last " in out[0]
+    assert out[1].startswith("test multi30k test (20 sentences): BLEU ") and "with beam 4" in out[1] and "greedy; chrF" in out[1]
+    assert out[-1].startswith("wrote results.json, test.beam.txt, test.greedy.txt and metrics.jsonl to ")
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     assert res["direction"] == f"{src}-{tgt}" and res["n_test"] == 20 and res["n_valid"] == 20
     assert sorted(res["selection"]) == ["avg2", "avg3", "last"] and res["chosen"] in res["selection"]

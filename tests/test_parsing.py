@@ -206,12 +206,16 @@ def test_at_parse_greedy_gold_and_errors(tiny_checkpoint, tmp_path, cli):
     r = cli(parse_main, "--checkpoint", tmp_path / "none")
     assert r.returncode == 1 and "at-parse: error:" in r.stderr
 
-def test_train_main_ptb_sample(shared_data, tmp_path):  # the at-train path: presets, vocabularies, checkpoint contents
+def test_train_main_ptb_sample(shared_data, tmp_path, capfd):  # the at-train path: presets, vocabularies, checkpoint contents
+    from conftest import assert_closing_lines
     run = tmp_path / "run"
     rc = train_main(["ptb-sample", "--max_steps", "2", "--eval_every", "0", "--save_every", "0", "--run_dir", str(run),
                      "--no-progress", "--data_dir", str(shared_data), "--n_valid", "20", "--device", "cpu",
                      "--d_model", "32", "--d_ff", "64", "--n_layers", "1"])
     assert rc == 0
+    out = capfd.readouterr().out
+    assert_closing_lines(out)
+    assert "validation loss " in out.splitlines()[-2]  # the final validation, in words
     model, vocab = load_parser(run)
     assert vocab.src_vocab_size == 2000 and not model.cfg.tie_embeddings and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
     ck = load_checkpoint(run)
