@@ -108,11 +108,15 @@ def newest_checkpoint(run_dir: str | Path) -> tuple[Path, dict, list[str]] | Non
     return None
 
 def load_checkpoint(path: str | Path) -> dict:
-    "A checkpoint file, or the newest intact checkpoint of a run directory (a warning names each one skipped)."
+    "A checkpoint file, the newest intact checkpoint of a run directory (a warning names each one skipped), or a directory's one `.pt` file."
     path = Path(path)
     if not path.is_dir(): return read_checkpoint(path)
     found = newest_checkpoint(path)
-    if found is None: raise CheckpointError(f"{path}: no checkpoint in this run directory (no ckpt_*.pt)")
+    if found is None:  # not a run directory: a directory holding one checkpoint file (a model shared as `checkpoint.pt`) is that file
+        files = sorted(p.name for p in path.glob("*.pt"))
+        if len(files) == 1: return read_checkpoint(path / files[0])
+        if files: raise CheckpointError(f"{path}: no ckpt_*.pt, and {len(files)} .pt files ({', '.join(files)}); pass the one to use")
+        raise CheckpointError(f"{path}: no checkpoint in this directory (neither a run's ckpt_*.pt nor a .pt file)")
     p, ck, skipped = found
     for s in skipped: warn(f"skipped {s}; using {p.name}")
     return ck

@@ -400,7 +400,7 @@ def _parse(argv: list[str]) -> int:
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
               f"{s['precision']:.2f} F1 {s['f1']:.2f} exact {s['exact']:.2f} ({r['repaired']} repaired)", file=sys.stderr)
-    else: print(f"at-parse: {len(lines)} sentences parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    else: print(f"at-parse: {len(lines)} sentence{'s' * (len(lines) != 1)} parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 
 def parse_main(argv: list[str] | None = None) -> int:

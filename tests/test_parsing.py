@@ -243,6 +243,24 @@ def test_ptb_sample_under_torchrun_with_two_gloo_ranks(shared_data, tmp_path):
 def random_sentences(n, rng, words="the a dog cat saw liked park idea . ,".split()):
     return [[rng.choice(words) for _ in range(rng.randint(1, 12))] for _ in range(n)]
 
+def test_at_parse_takes_a_directory_holding_one_checkpoint_file(tiny_checkpoint, tmp_path, cli):
+    "A model shared as DIR/checkpoint.pt (as ../shared/models/ptb-small-h100 is): the directory is accepted; two .pt files are named."
+    import shutil
+    run, golds = tiny_checkpoint
+    shared = tmp_path / "shared-model"; shared.mkdir()
+    shutil.copy(sorted(run.glob("ckpt_*.pt"))[-1], shared / "checkpoint.pt")
+    words = " ".join(golds[0].words()) + "\n"
+    by_dir, by_file = (cli(parse_main, "--checkpoint", c, "--beam", "1", stdin=words) for c in (shared, shared / "checkpoint.pt"))
+    assert by_dir.returncode == 0, by_dir.stderr
+    assert by_dir.stdout == by_file.stdout and parse_tree(by_dir.stdout.strip()).words() == golds[0].words()
+    shutil.copy(shared / "checkpoint.pt", shared / "other.pt")
+    r = cli(parse_main, "--checkpoint", shared, "--beam", "1", stdin=words)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert "checkpoint.pt, other.pt" in r.stderr and "pass the one to use" in r.stderr
+    empty = tmp_path / "empty"; empty.mkdir()
+    r = cli(parse_main, "--checkpoint", empty, stdin=words)
+    assert r.returncode == 1 and "no checkpoint in this directory" in r.stderr
+
 def test_tree_constraint_untrained_model(tiny_checkpoint):
     "Random weights: without the constraint most outputs need repair; with it none does, greedy or beam, and the tree is the output."
     run, _ = tiny_checkpoint
