@@ -27,9 +27,9 @@ from .variations import GridSettings, ROWS, run_grid
 from .bench import BENCHMARKS, DEFAULT_BENCHMARKS, DEFAULT_SHAPES, bench_config, run_benchmarks, print_report
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'CHOICES', 'SIGNAL_EXIT', 'number', 'check_output', 'as_option', 'run_script', 'field_help',
-           'build_parser', 'find_task', 'parse_args', 'train_main', 'translate_main', 'evaluate_main', 'read_sentences',
-           'parse_main', 'variations_parser', 'variations_main', 'bench_main']
+__all__ = ['USER_ERRORS', 'CHOICES', 'SIGNAL_EXIT', 'number', 'check_output', 'check_output_dir', 'as_option', 'run_script',
+           'field_help', 'build_parser', 'find_task', 'parse_args', 'train_main', 'translate_main', 'evaluate_main',
+           'read_sentences', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
 
 # %% ../nbs/15_cli.ipynb #4f53c87f
 def number(kind: type = int, # int or float
@@ -54,6 +54,15 @@ def check_output(parser: argparse.ArgumentParser, option: str, path: str | None)
     if p.is_dir(): parser.error(f"{option} {path}: is a directory; expected a file name")
     parent = p.resolve().parent
     if not parent.is_dir() or not os.access(parent, os.W_OK): parser.error(f"{option} {path}: its directory does not exist or is not writable")
+
+def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
+    "Refuse an output directory that cannot be made before any work starts: a file in its way, or no permission to write."
+    p = Path(path)
+    if p.is_file(): parser.error(f"{option} {path}: is a file; expected a directory")
+    up = p.resolve()
+    while not up.exists(): up = up.parent
+    if not up.is_dir(): parser.error(f"{option} {path}: {up} is a file, so the directory cannot be made there")
+    if not os.access(up, os.W_OK): parser.error(f"{option} {path}: {up} is not writable")
 
 def as_option(error: Exception) -> str:
     "A config's message `max_steps=0: ...` as the option a user typed: `--max-steps 0: ...`."
@@ -298,10 +307,11 @@ def _evaluate(argv: list[str]) -> int:
     p.add_argument("--select-beam", type=number(int, 1), default=1, help="beam used on the validation split to choose")
     p.add_argument("--batch-size", type=number(int, 1), default=64)
     p.add_argument("--save-chosen", default=None, help="write the chosen checkpoint (or average) to this file")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="a progress bar on stderr per decoding pass")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     a = p.parse_args(argv)
     check_output(p, "--save-chosen", a.save_chosen)
-    if Path(a.out).is_file(): p.error(f"--out {a.out}: is a file; expected a directory")
+    check_output_dir(p, "--out", a.out)
     if True:
         paths = list_checkpoints(a.run_dir)
         if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
@@ -319,7 +329,7 @@ def _evaluate(argv: list[str]) -> int:
         task = task if task in TASKS else None  # a run built by hand: results.json says its command is unknown
         t0 = time.perf_counter()
         res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
-                           progress=True)
+                           progress=a.progress)
     if a.save_chosen:
         chosen = checkpoint_candidates(a.run_dir, tuple(a.average))[res["chosen"]]
         atomic_write(a.save_chosen, lambda f: torch.save(chosen, f))

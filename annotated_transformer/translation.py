@@ -116,6 +116,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                 ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
+    training, metrics = training_summary(run_dir), (run_dir / "metrics.jsonl").read_bytes()  # a run without its log fails now, not after decoding
     cands = checkpoint_candidates(run_dir, average)
     src_lang, lang = run_languages(cands["last"])
     selection = {}
@@ -139,8 +140,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                direction=f"{src_lang}-{lang}",
                parameters=count_parameters(model), steps=last["step"], model_config=last["model_config"],
                train_config=last["train_config"], precision=last["train_config"]["precision"],
-               command=train_command(last, task), training=training_summary(run_dir), hardware=hardware())
-    metrics = (run_dir / "metrics.jsonl").read_bytes()
+               command=train_command(last, task), training=training, hardware=hardware())
     out.mkdir(parents=True, exist_ok=True)  # every file is complete before any is replaced: a failure above leaves the old results
     atomic_write(out / "test.beam.txt", "".join(h + "\n" for h in beam["hyps"]))
     atomic_write(out / "test.greedy.txt", "".join(h + "\n" for h in greedy["hyps"]))
