@@ -209,7 +209,7 @@ def recipe_trees(recipe: str, split: str, data_dir: str | Path | None = None) ->
     raise ValueError(f"not a parsing recipe: {recipe!r}; expected 'ptb' or 'ptb-sample'")
 
 # %% ../nbs/13_trees.ipynb #48bde77a
-def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 8):
+def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 9):
     "Draw a tree with matplotlib: words along the bottom, spaced by their length and a font that fits the width, so they never overlap."
     import matplotlib.pyplot as plt
     words = tree.words()
@@ -223,7 +223,7 @@ def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 8):
         x = sum(k[0] for k in kids) / len(kids); items.append((x, depth, t.label, kids)); return x, depth
     place(tree, 0)
     depth = max(d for _, d, _, _ in items)
-    per_char = lambda size: 0.075 * size / 8 * 1.25  # inches a character of the label font takes, with room
+    per_char = lambda size: 0.7 * size / 72  # inches a character of the label font may take (DejaVu Sans: 0.55 em on average, capitals wider)
     if ax is None:  # as wide as the words need, up to the docs column (7 in); past that the font shrinks, down to 5 pt
         fontsize = max(5, min(fontsize, fontsize * 7 / (per_char(fontsize) * x0)))
         _, ax = plt.subplots(figsize=(max(4, min(7, per_char(fontsize) * x0)), 0.5 * (depth + 2)))

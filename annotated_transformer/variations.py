@@ -314,7 +314,7 @@ def plot_table3(rows: list[dict], title: str | None = None):
     ax = axs[2]
     for r in c:
         ax.scatter(r["params_m"], r["dev_ppl"], color="C0", s=14)
-        ax.annotate(r["row"], (r["params_m"], r["dev_ppl"]), fontsize=6, xytext=(2, 2), textcoords="offset points")
+        ax.annotate(r["row"], (r["params_m"], r["dev_ppl"]), fontsize=7.5, xytext=(2, 2), textcoords="offset points")
     ax.set_xscale("log"); ax.set_xlabel("parameters (millions, ours)"); ax.set_ylabel("dev perplexity (ours)")
     from matplotlib.ticker import ScalarFormatter, NullFormatter
     ax.xaxis.set_major_formatter(ScalarFormatter()); ax.xaxis.set_minor_formatter(NullFormatter())
