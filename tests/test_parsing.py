@@ -356,7 +356,7 @@ def test_at_parse_console_script_exit_code(tiny_checkpoint, tmp_path):
     assert r.returncode == 1 and r.stderr.strip().count("\n") == 0 and "line 2: empty line" in r.stderr, r.stderr
     good = tmp_path / "good.txt"; good.write_text("a dog slept .\n")
     r = subprocess.run(["at-parse", "--checkpoint", str(run), "--input", str(good), "--beam", "2"], capture_output=True, text=True)
-    assert r.returncode == 0 and "1 sentences parsed, 0 repaired" in r.stderr and r.stdout.count("(TOP") == 1, r.stderr
+    assert r.returncode == 0 and "1 sentence parsed, 0 repaired" in r.stderr and r.stdout.count("(TOP") == 1, r.stderr
 
 def test_plot_tree_leaves_do_not_overlap():
     import matplotlib; matplotlib.use("Agg")
