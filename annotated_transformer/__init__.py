@@ -41,3 +41,18 @@ def __getattr__(name: str):
     return value
 
 def __dir__(): return sorted(list(globals()) + __all__)
+
+def _script(func: str, prog: str):
+    "A console script's entry point: it imports the command line (and torch) itself, so that Ctrl-C during that import is one line and exit 130."
+    def main():
+        import sys
+        try: from . import cli
+        except KeyboardInterrupt:
+            print(f"{prog}: interrupted while starting", file=sys.stderr); return 130
+        return getattr(cli, func)()
+    main.__name__ = main.__qualname__ = func
+    return main
+
+# the console scripts of settings.ini (`at-train=annotated_transformer:at_train`, ...)
+at_train, at_translate, at_evaluate = _script("train_main", "at-train"), _script("translate_main", "at-translate"), _script("evaluate_main", "at-evaluate")
+at_parse, at_variations, at_bench = _script("parse_main", "at-parse"), _script("variations_main", "at-variations"), _script("bench_main", "at-bench")

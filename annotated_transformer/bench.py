@@ -411,7 +411,7 @@ def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precisio
 def sentence_lengths(data_dir: str | Path | None = None, n: int = 4000, seed: int = 0) -> tuple[list, list, str]:
     "Source/target lengths (words + 1) of `n` Multi30k training pairs, or seeded random lengths when the corpus is absent."
     g = torch.Generator().manual_seed(seed)
-    d = Path(data_dir) if data_dir else default_data_dir() / "multi30k"
+    d = (Path(data_dir) if data_dir else default_data_dir()) / "multi30k"  # the data directory, as at-train's --data-dir
     if d is not None and (d / "train.de.gz").exists() and (d / "train.en.gz").exists():
         sides = []
         for lang in ("de", "en"):

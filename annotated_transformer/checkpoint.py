@@ -4,19 +4,21 @@
 
 # %% ../nbs/09a_checkpoint.ipynb #4b64e573
 from __future__ import annotations
-import contextlib, os, re, sys
+import contextlib, hashlib, os, re, sys
 from dataclasses import asdict
 from pathlib import Path
 import torch
 import torch.nn as nn
 from .config import TransformerConfig, config_from_dict
+from .data import atomic_write
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
 
 # %% auto #0
-__all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'warn', 'atomic_write', 'check_writable', 'list_checkpoints',
-           'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'newest_checkpoint', 'load_checkpoint',
-           'config_for', 'build_model', 'load_model', 'save_model', 'average_checkpoints', 'average_last']
+__all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'warn', 'check_writable', 'list_checkpoints', 'make_checkpoint',
+           'state_checksum', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
+           'verify_checkpoint', 'newest_checkpoint', 'load_checkpoint', 'config_for', 'build_model', 'load_model',
+           'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/09a_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
@@ -28,31 +30,14 @@ def warn(message: str):
     "One line on stderr, prefixed `warning:` (for what a command skipped or repaired on its way)."
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
-def atomic_write(path: str | Path, # the file to (re)write
-                 data, # bytes, str (written as UTF-8), or a function that writes to a binary file object
-                ) -> Path:
-    "Write to `path.tmp`, fsync, then rename onto `path` (atomic on POSIX): a failure leaves the old file, or none."
-    path = Path(path)
-    write = data if callable(data) else (lambda f: f.write(data.encode("utf-8") if isinstance(data, str) else data))
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f); f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True); raise
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
-    return path
-
-def check_writable(directory: str | Path) -> Path:
+def check_writable(directory: str | Path, option: str = "--run-dir") -> Path:
     "Create `directory` and prove a file can be written there, or fail now with one clear line."
     d = Path(directory)
     try:
         d.mkdir(parents=True, exist_ok=True)
         atomic_write(d / ".write_test", b"ok"); (d / ".write_test").unlink()
     except OSError as e:
-        raise CheckpointError(f"{str(d)!r} is not a writable directory ({e.strerror or e}); choose another --run-dir") from None
+        raise CheckpointError(f"{str(d)!r} is not a writable directory ({e.strerror or e}); choose another {option}") from None
     return d
 
 # %% ../nbs/09a_checkpoint.ipynb #5573dffc
@@ -63,10 +48,42 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     found = [(int(m.group(1)), p) for p in Path(run_dir).glob("ckpt_*.pt") if (m := CKPT_RE.match(p.name))]
     return [p for _, p in sorted(found)]
 
+def make_checkpoint(model: nn.Module | dict, # a model with a `cfg`, or its `state_dict()`
+                    model_config: dict | None = None, # `asdict` of its config (None: `asdict(model.cfg)`)
+                    **rest) -> dict: # more entries: step, optimizer, scheduler, tokenizer, extra, ...
+    "The one checkpoint dict: `format`, the weights, the config that rebuilds the model, then the writer's other entries."
+    weights = model if isinstance(model, dict) else model.state_dict()
+    return dict(format=FORMAT, model=weights, model_config=asdict(model.cfg) if model_config is None else model_config, **rest)
+
+def state_checksum(state: dict) -> str:
+    "sha256 of every entry of a checkpoint but `checksum` itself: tensors by dtype, shape and bytes, the rest by value."
+    h = hashlib.sha256()
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            t = x.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy())
+        elif isinstance(x, dict):
+            items = [(k, v) for k, v in x.items() if x is not state or k != "checksum"]
+            h.update(b"{%d" % len(items))
+            for k, v in items: h.update(repr(k).encode()); walk(v)
+        elif isinstance(x, (list, tuple)):
+            h.update(b"[%d" % len(x))
+            for v in x: walk(v)
+        elif isinstance(x, bytes): h.update(b"B%d" % len(x)); h.update(x)
+        else: h.update(repr(x).encode())  # numbers, strings, None
+    walk(state)
+    return "sha256:" + h.hexdigest()
+
+def write_checkpoint(state: dict, path: str | Path) -> Path:
+    "Write a checkpoint dict atomically, with the checksum that `read_checkpoint` verifies on every load."
+    state = dict(state, checksum=state_checksum(state))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(path, lambda f: torch.save(state, f))
+
 def save_checkpoint(state: dict, run_dir: str | Path, step: int, keep_last: int = 5) -> Path:
     "Write `state` atomically as `ckpt_{step}.pt`, point `latest` at it, keep the last `keep_last`."
     run_dir = Path(run_dir)
-    path = atomic_write(run_dir / f"ckpt_{step:07d}.pt", lambda f: torch.save(state, f))
+    path = write_checkpoint(state, run_dir / f"ckpt_{step:07d}.pt")
     atomic_write(run_dir / "latest", path.name + "\n")
     for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []: old.unlink(missing_ok=True)
     return path
@@ -92,7 +109,15 @@ def read_checkpoint(path: str | Path) -> dict:
     except Exception as e:  # truncated, not a torch file, a pickle that is not plain data
         why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"{path}: not a readable checkpoint ({why}); it may be truncated or not a torch file") from None
-    return upgrade_checkpoint(ck, str(path))
+    return verify_checkpoint(upgrade_checkpoint(ck, str(path)), str(path))
+
+def verify_checkpoint(ck: dict, where: str = "checkpoint") -> dict:
+    "A damaged checkpoint is a `CheckpointError`: contents that differ from the stored checksum, or weights that are not finite."
+    if "checksum" in ck and ck["checksum"] != state_checksum(ck):
+        raise CheckpointError(f"{where}: damaged: its contents differ from the checksum written with it (bytes changed on disk or in a copy)")
+    bad = next((k for k, t in ck["model"].items() if torch.is_tensor(t) and t.is_floating_point() and not torch.isfinite(t).all()), None)
+    if bad is not None: raise CheckpointError(f"{where}: damaged: the weights {bad!r} hold NaN or infinite values")
+    return ck
 
 def newest_checkpoint(run_dir: str | Path) -> tuple[Path, dict, list[str]] | None:
     "(path, checkpoint, what was skipped and why) of the newest checkpoint of a run that loads; None for a run without checkpoints."
@@ -145,9 +170,7 @@ def load_model(ckpt: dict | str | Path, # a checkpoint: loaded, a file, or a run
 
 def save_model(model: nn.Module, path: str | Path, **extra) -> Path:
     "Save a model alone (weights and config, plus plain `extra` entries) in the checkpoint format, atomically."
-    state = dict(format=FORMAT, model=model.state_dict(), model_config=asdict(model.cfg), **extra)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write(path, lambda f: torch.save(state, f))
+    return write_checkpoint(make_checkpoint(model, **extra), path)
 
 # %% ../nbs/09a_checkpoint.ipynb #22f8d2ca
 def average_checkpoints(paths: list[str | Path], # checkpoint files (at least one)
@@ -166,10 +189,9 @@ def average_checkpoints(paths: list[str | Path], # checkpoint files (at least on
         avg[k] = (torch.stack([ck["model"][k].double() for ck in cks]).mean(0).to(t.dtype)
                   if t.is_floating_point() else cks[-1]["model"][k])
     last = cks[-1]
-    state = dict(format=FORMAT, step=last.get("step"), model=avg, model_config=last["model_config"],
-                 train_config=last.get("train_config"), tokenizer=last.get("tokenizer"), extra=last.get("extra", {}),
-                 averaged=[str(p) for p in paths])
-    if out is not None: atomic_write(out, lambda f: torch.save(state, f))
+    state = make_checkpoint(avg, last["model_config"], step=last.get("step"), train_config=last.get("train_config"),
+                            tokenizer=last.get("tokenizer"), extra=last.get("extra", {}), averaged=[str(p) for p in paths])
+    if out is not None: write_checkpoint(state, out)
     return state
 
 def average_last(run_dir: str | Path, n: int, out: str | Path | None = None) -> dict:

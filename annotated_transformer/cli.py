@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_cli.ipynb #6a5bde0a
 from __future__ import annotations
-import argparse, inspect, io, json, math, os, re, shlex, sys, textwrap, time, tokenize, typing
+import argparse, inspect, io, json, math, os, re, shlex, signal, sys, textwrap, threading, time, tokenize, typing
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 import torch
@@ -13,8 +13,9 @@ from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, load_recipe
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
-from .checkpoint import CheckpointError, atomic_write, build_model, list_checkpoints, read_checkpoint
-from .runs import hardware  # the machine, in the copy task's results.json
+from .checkpoint import CheckpointError, build_model, list_checkpoints, read_checkpoint, newest_checkpoint, check_writable, write_checkpoint
+from .data import atomic_write
+from .runs import hardware, lock_run, unlock_run  # the machine, in the copy task's results.json
 from .train import Trainer, TrainingError, seed_everything
 from .distributed import init_distributed, cleanup_distributed
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config, build_data
@@ -27,9 +28,9 @@ from .variations import GridSettings, ROWS, run_grid
 from .bench import BENCHMARKS, DEFAULT_BENCHMARKS, DEFAULT_SHAPES, bench_config, run_benchmarks, print_report
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'CHOICES', 'SIGNAL_EXIT', 'number', 'check_output', 'check_output_dir', 'as_option', 'run_script',
-           'field_help', 'build_parser', 'find_task', 'parse_args', 'train_main', 'translate_main', 'evaluate_main',
-           'read_sentences', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
+__all__ = ['USER_ERRORS', 'CHOICES', 'SIGNAL_EXIT', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated',
+           'run_script', 'field_help', 'build_parser', 'find_task', 'parse_args', 'train_main', 'translate_main',
+           'evaluate_main', 'read_sentences', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
 
 # %% ../nbs/15_cli.ipynb #4f53c87f
 def number(kind: type = int, # int or float
@@ -70,14 +71,22 @@ def as_option(error: Exception) -> str:
 
 USER_ERRORS = (CheckpointError, TrainingError, OSError, ValueError, KeyError, UnicodeError)
 
+class Terminated(KeyboardInterrupt):
+    "SIGTERM, raised where the script was, as Ctrl-C is: `finally` blocks and temporary files are cleaned up on the way out."
+
+def _raise_terminated(signum, frame): raise Terminated()
+
 def run_script(prog: str, # the console script's name, e.g. "at-train"
                body, # function of argv returning an exit status
                argv: list[str] | None = None) -> int:
-    "Run a console script: an error is one line `prog: error: ...` and exit 1, Ctrl-C exits 130; `--debug` shows the traceback."
+    "Run a console script: an error is one line `prog: error: ...` and exit 1, Ctrl-C exits 130 and SIGTERM 143; `--debug` shows the traceback."
     argv = list(sys.argv[1:] if argv is None else argv)
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _raise_terminated) if main else None  # at-train's fit installs its own, then restores this
     try: return body(argv) or 0
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr); return 130
+    except KeyboardInterrupt as e:
+        term = isinstance(e, Terminated)
+        print(f"{prog}: {'terminated (SIGTERM)' if term else 'interrupted'}", file=sys.stderr); return 143 if term else 130
     except Exception as e:
         if "--debug" in argv: raise
         text = " ".join(str(e).split()) or type(e).__name__
@@ -85,6 +94,8 @@ def run_script(prog: str, # the console script's name, e.g. "at-train"
         hint = "" if isinstance(e, USER_ERRORS) else f" ({type(e).__name__}; run again with --debug for the traceback)"
         print(f"{prog}: error: {text}{hint}", file=sys.stderr)
         return 1
+    finally:
+        if old is not None: signal.signal(signal.SIGTERM, old)
 
 # %% ../nbs/15_cli.ipynb #abfed8fa
 def field_help(cls) -> dict[str, str]:
@@ -216,15 +227,39 @@ def _closing(trainer, out: dict, report: dict, seconds: float, cpu_seconds: floa
     print("final: " + ("; ".join(words) or "no metrics logged"))
     print(f"checkpoint {out.get('checkpoint')}" + (f"; results in {results}" if results else ""))
 
+def _resume_check(task: str, tcfg: TrainConfig) -> int | None:
+    "Before `--resume` touches anything: a checkpoint of another task is an error naming both; a finished run exits 0 unchanged."
+    found = newest_checkpoint(tcfg.run_dir) if Path(tcfg.run_dir).is_dir() else None
+    if found is None: return None
+    path, ck, _ = found
+    was = ck.get("extra", {}).get("task")
+    if was and was != task:
+        raise CheckpointError(f"{path} was written by `at-train {was}`, and this command trains {task}: resume it with "
+                              f"`at-train {was} --resume`, or give {task} another --run-dir")
+    if ck.get("step", 0) >= tcfg.max_steps:
+        print(f"{path}: the run already reached step {ck['step']} of --max-steps {tcfg.max_steps}; nothing to do "
+              "(raise --max-steps to train further)", flush=True)
+        return 0
+    return None
+
 def _train(argv: list[str]) -> int:
     task, mcfg, tcfg, spec = parse_args(argv)
+    command = shlex.join(["at-train", *argv])
+    first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
+    if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
+    try:
+        if tcfg.resume and (done := _resume_check(task, tcfg)) is not None: return done
+        return _train_locked(task, mcfg, tcfg, spec, command)
+    finally:
+        if first: unlock_run(tcfg.run_dir)
+
+def _train_locked(task, mcfg, tcfg, spec, command) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
         data = build_data(spec, mcfg, tcfg, info.rank, info.world_size)
         model = build_model(data.model_config)  # a Transformer, or the RNN with --model rnn
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
-        command = shlex.join(["at-train", *argv])
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
                           extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts))
         if info.is_main:
@@ -312,27 +347,29 @@ def _evaluate(argv: list[str]) -> int:
     a = p.parse_args(argv)
     check_output(p, "--save-chosen", a.save_chosen)
     check_output_dir(p, "--out", a.out)
-    if True:
-        paths = list_checkpoints(a.run_dir)
-        if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
-        if not paths: raise CheckpointError(f"{a.run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
-        ck = read_checkpoint(paths[-1])
-        if ck.get("tokenizer") is None or (isinstance(ck["tokenizer"], dict) and ck["tokenizer"].get("kind") == "parsing"):
-            raise CheckpointError(f"{paths[-1]}: not a translation run (no text tokenizer); at-evaluate scores translation runs")
-        spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
-        recipe = a.recipe or spec.get("recipe")
-        if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
-        kw = dict(data_dir=a.data_dir or spec.get("data_dir") or None, src_lang=a.src_lang or src, tgt_lang=a.tgt_lang or tgt)
-        valid = load_recipe(recipe, a.valid or spec.get("valid_split") or "val", **kw)
-        test = load_recipe(recipe, a.test, **kw)
-        task = ck.get("extra", {}).get("task") or (recipe if recipe in TASKS else None)  # recorded by at-train (older runs: the recipe's task)
-        task = task if task in TASKS else None  # a run built by hand: results.json says its command is unknown
-        t0 = time.perf_counter()
-        res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
-                           progress=a.progress)
+    if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
+    paths = list_checkpoints(a.run_dir)
+    if not paths: raise CheckpointError(f"{a.run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    too_many = [n for n in a.average if n > len(paths)]
+    if too_many: p.error(f"--average {too_many[0]}: {a.run_dir} keeps {len(paths)} checkpoint{'s' * (len(paths) != 1)}; "
+                         f"expected at most {len(paths)}")
+    ck = read_checkpoint(paths[-1])
+    if ck.get("tokenizer") is None or (isinstance(ck["tokenizer"], dict) and ck["tokenizer"].get("kind") == "parsing"):
+        raise CheckpointError(f"{paths[-1]}: not a translation run (no text tokenizer); at-evaluate scores translation runs")
+    spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
+    recipe = a.recipe or spec.get("recipe")
+    if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
+    kw = dict(data_dir=a.data_dir or spec.get("data_dir") or None, src_lang=a.src_lang or src, tgt_lang=a.tgt_lang or tgt)
+    valid = load_recipe(recipe, a.valid or spec.get("valid_split") or "val", **kw)
+    test = load_recipe(recipe, a.test, **kw)
+    task = ck.get("extra", {}).get("task") or (recipe if recipe in TASKS else None)  # recorded by at-train (older runs: the recipe's task)
+    task = task if task in TASKS else None  # a run built by hand: results.json says its command is unknown
+    t0 = time.perf_counter()
+    res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
+                       progress=a.progress)
     if a.save_chosen:
         chosen = checkpoint_candidates(a.run_dir, tuple(a.average))[res["chosen"]]
-        atomic_write(a.save_chosen, lambda f: torch.save(chosen, f))
+        write_checkpoint(chosen, a.save_chosen)
     _evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0)
     return 0
 
@@ -371,7 +408,7 @@ def read_sentences(path: str, # a file, or "-" for standard input
 def _parse(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
     p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample)")
-    p.add_argument("--input", default="-", help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
+    p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr")
     p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout); written only when all are parsed")
     p.add_argument("--beam", type=number(int, 1), default=21, help="beam size (§6.3: 21; 1 = greedy)")
@@ -384,25 +421,25 @@ def _parse(argv: list[str]) -> int:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     a = p.parse_args(argv)
     if a.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
+    if a.gold and a.input is not None: p.error(f"--gold {a.gold} and --input {a.input}: give one (--gold parses the words of its trees)")
     check_output(p, "--output", a.output)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
-    if True:
-        model, vocab = load_parser(a.checkpoint, device)
-        max_words = (model.cfg.max_len - 1) - 3  # the shortest tree of n words, (X XX ... XX )X EOS, must fit the output limit
-        if a.gold:
-            golds = read_trees(a.gold)
-            if not golds: raise ValueError(f"{a.gold}: no trees; expected bracketed trees, one per line or .mrg files")
-            long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
-            if long: raise ValueError(f"{a.gold}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
-            r = parse_gold(model, vocab, golds, **kw)
-            lines = [str(t) for t in r["trees"]]
-        else:
-            sents = read_sentences(a.input, max_words)
-            res = parse(model, vocab, sents, **kw)
-            lines, n_repaired = [str(t) for t, _ in res], sum(bool(r) for _, r in res)
+    model, vocab = load_parser(a.checkpoint, device)
+    max_words = (model.cfg.max_len - 1) - 3  # the shortest tree of n words, (X XX ... XX )X EOS, must fit the output limit
+    if a.gold:
+        golds = read_trees(a.gold)
+        if not golds: raise ValueError(f"{a.gold}: no trees; expected bracketed trees, one per line or .mrg files")
+        long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
+        if long: raise ValueError(f"{a.gold}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
+        r = parse_gold(model, vocab, golds, **kw)
+        lines = [str(t) for t in r["trees"]]
+    else:
+        sents = read_sentences(a.input or "-", max_words)
+        res = parse(model, vocab, sents, **kw)
+        lines, n_repaired = [str(t) for t, _ in res], sum(bool(r) for _, r in res)
     text = "".join(l + "\n" for l in lines)
     if a.output == "-": sys.stdout.write(text); sys.stdout.flush()
     else: atomic_write(a.output, text)
@@ -490,7 +527,7 @@ def _run_bench(argv: list[str]) -> int:
                     help="tokens per batch in the seqlen and batching benchmarks")
     ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None,
                     help="the device's dense bf16 peak, for MFU")
-    ap.add_argument("--data-dir", default=None, help="Multi30k files for the batching benchmark's lengths (default: the data directory's multi30k/)")
+    ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
     ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     a = ap.parse_args(argv)
@@ -510,13 +547,15 @@ def _run_bench(argv: list[str]) -> int:
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: ap.error(f"--benchmarks: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
     if dev.type == "cuda" and not torch.cuda.is_available(): ap.error(f"--device {a.device}: CUDA is not available")
+    if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
+    out = Path(a.out or f"results/bench/{dev.type}.json")
+    check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
     shapes = {p: ((a.batch_size or DEFAULT_SHAPES[(dev.type, p)][0]), (a.src_len or DEFAULT_SHAPES[(dev.type, p)][1]))
               for p in presets}
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions)
     print_report(res)
-    out = Path(a.out or f"results/bench/{dev.type}.json"); out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, json.dumps(res, indent=1))
     print(f"wrote {out}")
     return 0

@@ -4,11 +4,33 @@
 
 # %% ../nbs/00_config.ipynb #28e5aed8
 from __future__ import annotations
-import math
+import functools, math, types, typing
 from dataclasses import dataclass, asdict, fields, replace
 
 # %% auto #0
-__all__ = ['TransformerConfig', 'TrainConfig', 'config_from_dict']
+__all__ = ['check_types', 'TransformerConfig', 'TrainConfig', 'config_from_dict']
+
+# %% ../nbs/00_config.ipynb #bf902ac9
+def _fits(v, tp) -> bool:
+    "Whether `v` has the annotated type `tp` (an int passes for a float; a bool is not an int)."
+    if typing.get_origin(tp) in (typing.Union, types.UnionType): return any(_fits(v, a) for a in typing.get_args(tp))
+    if tp is tuple or typing.get_origin(tp) is tuple:  # a list is taken for a tuple
+        return isinstance(v, (tuple, list)) and all(_fits(x, a) for x, a in zip(v, typing.get_args(tp) or [object] * len(v)))
+    if tp is type(None): return v is None
+    if tp is float: return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if tp is int: return isinstance(v, int) and not isinstance(v, bool)
+    return tp is object or (isinstance(v, tp) if isinstance(tp, type) else True)
+
+@functools.cache
+def _hints(cls) -> dict: return typing.get_type_hints(cls)
+
+def check_types(cfg):
+    "A `TypeError` naming the field, for a config value of the wrong type (`d_model='512'`, `n_heads=4.0`)."
+    for f in fields(cfg):
+        tp, v = _hints(type(cfg))[f.name], getattr(cfg, f.name)
+        if not _fits(v, tp):
+            want = str(tp).replace("typing.", "").replace("<class '", "").replace("'>", "")
+            raise TypeError(f"{f.name}={v!r}: expected {want}, got {type(v).__name__}")
 
 # %% ../nbs/00_config.ipynb #b3db6dda
 @dataclass
@@ -32,6 +54,7 @@ class TransformerConfig:
     eos_idx: int = 2  # end-of-sentence token id
 
     def __post_init__(self):
+        check_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "d_ff", "n_heads", "n_layers", "max_len"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
         if self.d_k is not None and self.d_k < 1: raise ValueError(f"d_k={self.d_k}: expected a positive integer or None")
@@ -74,7 +97,7 @@ class TrainConfig:
     "How to train (§5.2-5.4: optimizer, schedule, batches) and how a run is kept (budgets, intervals, checkpoints)."
     lr_factor: float = 1.0  # multiplies the schedule of equation (3)
     warmup_steps: int = 4000  # warmup of equation (3)
-    betas: tuple = (0.9, 0.98)  # Adam beta1, beta2 (§5.3)
+    betas: tuple[float, float] = (0.9, 0.98)  # Adam beta1, beta2 (§5.3)
     eps: float = 1e-9  # Adam epsilon (§5.3)
     max_steps: int = 100_000  # optimizer steps (base: 100k, big: 300k)
     accum_steps: int = 1  # micro-batches per optimizer step
@@ -94,6 +117,7 @@ class TrainConfig:
     progress: bool = True  # show a tqdm progress bar (rank 0)
 
     def __post_init__(self):
+        check_types(self)
         if self.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):

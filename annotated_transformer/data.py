@@ -4,16 +4,16 @@
 
 # %% ../nbs/05_data.ipynb #7688c39f
 from __future__ import annotations
-import gzip, hashlib, io, json, os, random, shutil, sys, urllib.request
+import contextlib, gzip, hashlib, io, json, os, random, shutil, sys, urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'Corpus', 'read_parallel', 'copy_task_pairs',
-           'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k', 'Recipe',
-           'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer', 'encode_pairs']
+__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'atomic_write', 'Corpus', 'read_parallel',
+           'copy_task_pairs', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k',
+           'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer', 'encode_pairs']
 
 # %% ../nbs/05_data.ipynb #5d7fad3e
 def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line; "-": standard input
@@ -39,6 +39,30 @@ def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), on
             raise ValueError(f"{name}, line {i}: invalid UTF-8 at byte {e.start} "
                              f"({raw[max(0, e.start - 12):e.start + 12]!r}); expected UTF-8 text") from None
     return lines
+
+# %% ../nbs/05_data.ipynb #419c5b7f
+def atomic_write(path: str | Path, # the file to (re)write
+                 data, # bytes, str (written as UTF-8), or a function that writes to a binary file object
+                ) -> Path:
+    "Write to `path.tmp`, fsync, then rename onto `path` (atomic on POSIX): a failure leaves the old file, or none."
+    path = Path(path)
+    write = data if callable(data) else (lambda f: f.write(data.encode("utf-8") if isinstance(data, str) else data))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        # a full disk: OSError from a plain write; torch.save's zip writer reports it as "unexpected pos ..."
+        if isinstance(e, OSError) or (isinstance(e, RuntimeError) and ("unexpected pos" in str(e) or "file write failed" in str(e))):
+            why = (e.strerror or str(e)) if isinstance(e, OSError) else "the file system took only part of it"
+            raise OSError(f"{path}: could not be written ({why}); is the disk full?") from None
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
+    return path
+
 
 # %% ../nbs/05_data.ipynb #863b80e7
 @dataclass
@@ -68,6 +92,8 @@ def read_parallel(src_path: str | Path, # source side, one sentence per line
         raise ValueError(f"parallel files differ in length: {src_path} has {len(src)} lines but {tgt_path} has "
                          f"{len(tgt)}; line i of one must translate line i of the other")
     keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
+    if not keep: raise ValueError(f"{src_path} and {tgt_path}: no sentence pairs ({len(src)} lines, all blank or none); "
+                                  "expected one sentence per line")
     stats = dict(read=len(src), blank=len(src) - len(keep), kept=len(keep))
     return Corpus([src[i] for i in keep], [tgt[i] for i in keep], f"{src_path} | {tgt_path}", split, stats)
 
@@ -229,6 +255,7 @@ class SubwordTokenizer:
              ) -> SubwordTokenizer:
         "Train a shared subword model on `texts` (in memory, deterministic)."
         model, texts = io.BytesIO(), [t for t in texts if t.strip()]
+        if not texts: raise ValueError("no training sentences (every line is blank): a tokenizer needs text to learn from")
         spm.set_random_generator_seed(seed)
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(texts), model_writer=model, vocab_size=vocab_size, model_type=model_type,
@@ -248,8 +275,8 @@ class SubwordTokenizer:
     def save(self, directory: str | Path) -> Path:
         "Write `spm.model` and `tokenizer.json` into `directory` (e.g. beside a checkpoint)."
         d = Path(directory); d.mkdir(parents=True, exist_ok=True)
-        (d / self.model_file).write_bytes(self.model_proto)
-        (d / self.meta_file).write_text(json.dumps(self.meta, indent=1))
+        atomic_write(d / self.meta_file, json.dumps(self.meta, indent=1))
+        atomic_write(d / self.model_file, self.model_proto)  # last: a tokenizer directory is complete once spm.model is there
         return d
 
     @classmethod

@@ -4,9 +4,9 @@
 
 # %% ../nbs/08_decode.ipynb #0b6bfef9
 from __future__ import annotations
+import math, time
 import torch
 import torch.nn.functional as F
-import time
 from typing import NamedTuple
 from torch import Tensor
 from .config import TransformerConfig
@@ -14,8 +14,8 @@ from .model import Transformer, make_model
 from .attention import merge_masks, to_sdpa_mask
 
 # %% auto #0
-__all__ = ['DecodingConstraint', 'length_limit', 'greedy_decode', 'DecoderState', 'length_penalty', 'Hypothesis', 'beam_search',
-           'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'bench_decoding']
+__all__ = ['DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'length_penalty',
+           'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'bench_decoding']
 
 # %% ../nbs/08_decode.ipynb #869128c9
 class DecodingConstraint:
@@ -33,6 +33,27 @@ class DecodingConstraint:
         "Make per-row state follow re-ranked beams (called before `advance`)."
 
 # %% ../nbs/08_decode.ipynb #a3359424
+def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor | None = None, max_len_a: float = 1.0,
+                   max_len_b: int = 50, beam_size: int = 1, alpha: float = 0.0, n_best: int = 1):
+    "The arguments a reader passes to `greedy_decode` or `beam_search`: a `TypeError` or `ValueError` naming the one that is wrong."
+    if not isinstance(src, Tensor) or src.dim() != 2 or src.is_floating_point() or src.dtype == torch.bool:
+        got = f"a {src.dtype} tensor of shape {tuple(src.shape)}" if isinstance(src, Tensor) else type(src).__name__
+        raise TypeError(f"src: expected token ids, an integer tensor of shape (batch, length); got {got}")
+    if src.numel() == 0: raise ValueError(f"src: empty, shape {tuple(src.shape)}; expected at least one sentence of at least one token")
+    V, lo, hi = model.cfg.src_vocab_size, int(src.min()), int(src.max())
+    if lo < 0 or hi >= V: raise ValueError(f"src: token id {lo if lo < 0 else hi} is outside the model's vocabulary 0..{V - 1}")
+    m = src_key_padding_mask
+    if m is not None and (not isinstance(m, Tensor) or m.dtype != torch.bool or m.shape != src.shape):
+        got = f"{m.dtype} {tuple(m.shape)}" if isinstance(m, Tensor) else type(m).__name__
+        raise ValueError(f"src_key_padding_mask: expected a bool tensor of the shape of src {tuple(src.shape)}; got {got}")
+    for name, v, low in (("beam_size", beam_size, 1), ("n_best", n_best, 1), ("max_len_b", max_len_b, 0)):
+        if isinstance(v, bool) or not isinstance(v, int): raise TypeError(f"{name}={v!r}: expected an integer")
+        if v < low: raise ValueError(f"{name}={v}: expected an integer >= {low}")
+    for name, v in (("max_len_a", max_len_a), ("alpha", alpha)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)): raise TypeError(f"{name}={v!r}: expected a number")
+        if not math.isfinite(v) or v < 0: raise ValueError(f"{name}={v}: expected a finite number >= 0")
+    if n_best > beam_size: raise ValueError(f"n_best={n_best}: expected at most beam_size={beam_size} hypotheses per sentence")
+
 def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
                  src_key_padding_mask: Tensor | None, # bool (B, S), True at padding
                  max_len_a: float, max_len_b: int) -> Tensor: # (B,) longest output per sentence
@@ -51,6 +72,7 @@ def greedy_decode(model: Transformer, # a trained model (put in eval mode by the
                   static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same tokens, fewer operations)
                  ) -> Tensor: # token ids (B, L) without BOS, EOS kept, padded after it
     "Decode the most likely token at each step, batched, until EOS or the length limit."
+    check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b)
     cfg = model.cfg
     B = src.size(0)
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b)  # (B,)
@@ -130,6 +152,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
                 static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same hypotheses, fewer operations)
                ) -> list[list[Hypothesis]]: # per sentence, the n_best hypotheses, best first
     "Beam search with GNMT's length penalty, batched over sentences and beams."
+    check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, beam_size, alpha, n_best)
     cfg, B, K, dev = model.cfg, src.size(0), beam_size, src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b).tolist()  # (B,)
     memory = model.encode(src, src_key_padding_mask).repeat_interleave(K, 0)  # (B*K, S, D): encoded once per sentence

@@ -12,7 +12,8 @@ from .model import Transformer, count_parameters
 from .data import SubwordTokenizer
 from .decode import greedy_decode, beam_search, DecodingConstraint
 from .attention import padding_mask
-from .checkpoint import CheckpointError, atomic_write, load_checkpoint, load_model
+from .checkpoint import CheckpointError, load_checkpoint, load_model
+from .data import atomic_write
 from .runs import training_summary, hardware, active_seconds
 from .trees import Tree, linearize, delinearize, recipe_trees
 from .evalb import evalb, with_tags

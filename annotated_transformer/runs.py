@@ -4,28 +4,37 @@
 
 # %% ../nbs/09b_runs.ipynb #3b91933b
 from __future__ import annotations
-import json, os, platform, statistics, time
+import contextlib, json, os, platform, statistics, time
 from pathlib import Path
 import torch
-from .checkpoint import atomic_write, warn
+from .checkpoint import CheckpointError, check_writable, warn
+from .data import atomic_write
 from .data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['RUN_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware', 'write_run_info',
-           'read_run_info', 'active_seconds', 'training_summary', 'plot_metrics']
+__all__ = ['RUN_FILE', 'LOCK_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware',
+           'write_run_info', 'read_run_info', 'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds',
+           'training_summary', 'plot_metrics']
 
 # %% ../nbs/09b_runs.ipynb #493a3ea7
-def read_records(path: str | Path) -> list[dict]:
+def read_records(path: str | Path, # a JSON-lines log
+                 require: tuple[str, ...] = (), # fields every record must hold as a number (the trainer's: step, time)
+                ) -> list[dict]:
     "The JSON lines of a log; a torn last line (a write cut short by a crash) is dropped with a warning, a bad line elsewhere is an error naming it."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: not found (expected a JSON-lines log)")
     lines, out = path.read_text(encoding="utf-8").splitlines(), []
     for n, line in enumerate(lines, 1):
         if not line.strip(): continue
-        try: out.append(json.loads(line))
+        try: rec = json.loads(line)
         except json.JSONDecodeError:
             if n == len(lines): warn(f"{path}, line {n}: dropped a torn last line (a write that did not finish)"); break
             raise ValueError(f"{path}, line {n}: not a JSON record; expected one JSON object per line") from None
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}, line {n}: a JSON {type(rec).__name__}, not a record; expected one JSON object per line")
+        bad = next((k for k in require if isinstance(rec.get(k), bool) or not isinstance(rec.get(k), (int, float))), None)
+        if bad: raise ValueError(f"{path}, line {n}: a record without a number {bad!r}; every record here needs {', '.join(map(repr, require))}")
+        out.append(rec)
     return out
 
 def append_record(path: str | Path, record: dict):
@@ -39,7 +48,7 @@ def rewrite_records(path: str | Path, records: list[dict]):
 def read_metrics(path: str | Path) -> list[dict]:
     "The records of a metrics file (or of `run_dir/metrics.jsonl`)."
     path = Path(path)
-    return read_records(path / "metrics.jsonl" if path.is_dir() else path)
+    return read_records(path / "metrics.jsonl" if path.is_dir() else path, require=("step", "time"))
 
 # %% ../nbs/09b_runs.ipynb #dd9c797d
 def hardware() -> dict:
@@ -72,6 +81,39 @@ def read_run_info(run_dir: str | Path) -> dict:
     "What `write_run_info` recorded ({} for a run from before `run.json` existed)."
     path = Path(run_dir) / RUN_FILE
     return json.loads(path.read_text()) if path.is_file() else {}
+
+# %% ../nbs/09b_runs.ipynb #52f24b3c
+LOCK_FILE = ".lock"
+_held: dict[str, int] = {}  # resolved run directory -> the file descriptor holding its lock (this process)
+
+class RunInUseError(CheckpointError):
+    "Another live process holds the run directory; the message names it."
+
+def lock_run(run_dir: str | Path, # the run directory (created if missing)
+             command: str | None = None, # recorded in the lock file, for the message another process gets
+            ) -> Path:
+    "Hold `run_dir/.lock` until `unlock_run` or the end of this process; a run directory held by another process is a `RunInUseError`."
+    import fcntl
+    d = check_writable(run_dir)
+    key = str(d.resolve())
+    if key in _held: return d / LOCK_FILE
+    fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 4096).decode("utf-8", "replace").strip(); os.close(fd)
+        raise RunInUseError(f"{d}: in use by another run ({holder or 'a live process holds its lock'}); wait for it to end, "
+                            "or choose another --run-dir") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command or 'python'}".encode())
+    _held[key] = fd
+    return d / LOCK_FILE
+
+def unlock_run(run_dir: str | Path):
+    "Release what `lock_run` took (nothing if this process does not hold it) and remove the lock file."
+    fd = _held.pop(str(Path(run_dir).resolve()), None)
+    if fd is None: return
+    with contextlib.suppress(OSError): (Path(run_dir) / LOCK_FILE).unlink()
+    os.close(fd)
 
 # %% ../nbs/09b_runs.ipynb #98f05556
 def active_seconds(run_dir: str | Path, # a run directory or its metrics.jsonl

@@ -18,7 +18,8 @@ from .data import default_cache_dir
 from .model import Transformer
 from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
-from .checkpoint import FORMAT, CheckpointError, warn, check_writable, save_checkpoint, newest_checkpoint, atomic_write
+from .checkpoint import make_checkpoint, CheckpointError, warn, check_writable, save_checkpoint, newest_checkpoint
+from .data import atomic_write
 from .runs import append_record, read_records, rewrite_records, write_run_info, hardware
 
 # %% auto #0
@@ -255,7 +256,8 @@ class Trainer:
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
         resumed = bool(cfg.resume and self.resume())
-        if self.is_main: write_run_info(self.run_dir, task=self.extra.get("task"), command=self.extra.get("command"), new=not resumed)
+        if self.is_main and not (resumed and self.step >= cfg.max_steps):  # a finished run is left as it was (see `fit`)
+            write_run_info(self.run_dir, task=self.extra.get("task"), command=self.extra.get("command"), new=not resumed)
         self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
         self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if loss == "chunked" else None
         net = HiddenStates(self.model) if loss == "chunked" else self.model
@@ -339,11 +341,10 @@ class Trainer:
         rngs = [None] * self.world_size
         if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
         else: rngs = [get_rng_state()]
-        return dict(format=FORMAT, step=self.step, model=self.model.state_dict(),
-                    optimizer=self.optimizer.state_dict(), scheduler=self.scheduler.state_dict(),
-                    scaler=self.scaler.state_dict(), rng=rngs, data=self.train_stream.state_dict(),
-                    model_config=asdict(self.model.cfg), train_config=asdict(self.cfg), world_size=self.world_size,
-                    tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
+        return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
+                               scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
+                               data=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
+                               tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
 
     def save(self) -> Path | None:
         "Write a checkpoint of the current step (rank 0 writes; every rank must call it)."
@@ -371,7 +372,7 @@ class Trainer:
         self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
         self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
         if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
-            rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path) if r["step"] <= self.step])
+            rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
         if self.is_main: print(f"resumed from {path} at step {self.step}")
         return True
 
@@ -381,6 +382,9 @@ class Trainer:
     def fit(self) -> dict:
         "Train until `max_steps` or a signal; returns the last metrics (with 'stopped_by' when interrupted)."
         cfg = self.cfg
+        if self.step >= cfg.max_steps and self.saved_step == self.step:  # resumed a finished run: nothing to train, log or save
+            if self.is_main: print(f"{self.last_checkpoint}: the run already reached max_steps={cfg.max_steps}; nothing to do", flush=True)
+            return dict(step=self.step, checkpoint=str(self.last_checkpoint), finished=True)
         if self._rng is not None: set_rng_state(self._rng); self._rng = None
         handlers = {}
         def on_signal(signum, frame): self.stop_signal = signal.Signals(signum).name

@@ -4,21 +4,22 @@
 
 # %% ../nbs/11_translation.ipynb #58a05aa9
 from __future__ import annotations
-import json, re, sys, time
+import json, os, re, shutil, signal, sys, time
 from dataclasses import asdict
 from pathlib import Path
 import torch
 import sacrebleu
 from .data import Corpus, SubwordTokenizer, RECIPES
 from .model import Transformer, count_parameters
-from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, atomic_write
+from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints
+from .data import atomic_write
 from .runs import training_summary, hardware
 from .inference import translate, bleu_scores, load_translator
 from .tasks import task_preset, ModelSpec
 
 # %% auto #0
 __all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'train_command',
-           'evaluate_run']
+           'evaluate_run', 'write_result_set']
 
 # %% ../nbs/11_translation.ipynb #32802a0c
 def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
@@ -27,9 +28,11 @@ def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
     "The last checkpoint of a run and the averages of its last n checkpoints."
     paths = list_checkpoints(run_dir)
     if not paths: raise CheckpointError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    if any(n > len(paths) for n in average):
+        raise ValueError(f"average={max(average)}: {run_dir} keeps {len(paths)} checkpoints; expected at most {len(paths)}")
     out = {"last": read_checkpoint(paths[-1])}
     for n in average:
-        if 1 < n <= len(paths): out[f"avg{n}"] = average_checkpoints(paths[-n:])
+        if n > 1: out[f"avg{n}"] = average_checkpoints(paths[-n:])
     return out
 
 # %% ../nbs/11_translation.ipynb #66176080
@@ -141,9 +144,27 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                parameters=count_parameters(model), steps=last["step"], model_config=last["model_config"],
                train_config=last["train_config"], precision=last["train_config"]["precision"],
                command=train_command(last, task), training=training, hardware=hardware())
-    out.mkdir(parents=True, exist_ok=True)  # every file is complete before any is replaced: a failure above leaves the old results
-    atomic_write(out / "test.beam.txt", "".join(h + "\n" for h in beam["hyps"]))
-    atomic_write(out / "test.greedy.txt", "".join(h + "\n" for h in greedy["hyps"]))
-    atomic_write(out / "metrics.jsonl", metrics)
-    atomic_write(out / "results.json", json.dumps(res, indent=1) + "\n")
+    write_result_set(out, {"test.beam.txt": "".join(h + "\n" for h in beam["hyps"]),
+                           "test.greedy.txt": "".join(h + "\n" for h in greedy["hyps"]),
+                           "metrics.jsonl": metrics, "results.json": json.dumps(res, indent=1) + "\n"})
     return res
+
+def write_result_set(out: str | Path, # the output directory (created if missing)
+                     files: dict[str, str | bytes], # file name -> contents
+                    ):
+    "Write several files as one set: all of them replace the old ones, or none does (a failure, Ctrl-C or SIGTERM leaves the old set)."
+    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob(".partial-*"):  # what a killed run left (SIGKILL cannot be caught); the set it held never got in
+        try: os.kill(int(old.name.rsplit("-", 1)[-1]), 0)  # signal 0: is that process alive?
+        except (ProcessLookupError, ValueError): shutil.rmtree(old, ignore_errors=True)
+        except PermissionError: pass  # alive, another user's
+    stage = out / f".partial-{os.getpid()}"
+    try:
+        stage.mkdir(exist_ok=True)
+        for name, data in files.items(): atomic_write(stage / name, data)  # complete and synced before any rename
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # the renames are not interrupted halfway
+        try:
+            for name in files: os.replace(stage / name, out / name)
+        finally: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    finally: shutil.rmtree(stage, ignore_errors=True)

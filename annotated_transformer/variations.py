@@ -13,7 +13,8 @@ from .data import load_recipe, encode_pairs, SubwordTokenizer, Corpus
 from .batching import make_loader
 from .model import make_model, count_parameters
 from .train import Trainer, seed_everything
-from .checkpoint import warn, atomic_write
+from .checkpoint import warn
+from .data import atomic_write
 from .runs import hardware
 from .translation import score_corpus
 
@@ -176,7 +177,9 @@ class GridSettings:
         if self.precision not in ("auto", "fp32", "bf16", "fp16"): raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         for r in PAPER_TABLE3:  # every row must scale by this rule (the width divides every width of Table 3)
             try: scale_config(paper_config(r), self.width, self.depth)
-            except ValueError as e: raise ValueError(f"width={self.width}: {e}") from None
+            except ValueError as e:  # name the factor that does not divide: N is scaled by depth, the widths by width
+                name = "depth" if str(e).startswith(DEPTH_KEYS) else "width"
+                raise ValueError(f"{name}={getattr(self, name)}: {e} (row {r.name})") from None
 
     def warmup(self) -> int: return self.warmup_steps or max(1, self.steps // 4)
 

@@ -300,7 +300,8 @@ def _bad_inputs(tmp_path, run):
     ck = tmp_path / "ck"; ck.mkdir()
     raw = (run / (run / "latest").read_text().strip()).read_bytes()
     (ck / "truncated.pt").write_bytes(raw[: len(raw) // 3])
-    torch.save(dict(real, tokenizer=dict(kind="bpe")), ck / "translation.pt")
+    from annotated_transformer.checkpoint import write_checkpoint
+    write_checkpoint(dict(real, tokenizer=dict(kind="bpe")), ck / "translation.pt")  # a well-formed checkpoint of another kind
     torch.save([1, 2, 3], ck / "list.pt")
     (ck / "text.pt").write_text("not a checkpoint\n")
     (ck / "empty_run").mkdir()

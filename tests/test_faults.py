@@ -1,0 +1,254 @@
+"""Faults the bad-input table cannot drive in-process (issue 27): two runs on one run directory, damaged checkpoints, a full
+disk, an interrupted at-evaluate, Ctrl-C while the command starts, a finished run resumed, and the Python API's own checks
+(`TransformerConfig`, `beam_search`, `greedy_decode`). Console-script rows of the same faults are in test_bad_input.ROWS."""
+import json, os, signal, subprocess, sys, textwrap, time
+from pathlib import Path
+import pytest, torch
+from conftest import write_tiny_multi30k
+from annotated_transformer.cli import train_main, translate_main, evaluate_main
+from annotated_transformer.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, read_checkpoint,
+                                              save_checkpoint, make_checkpoint, write_checkpoint)
+from annotated_transformer.config import TransformerConfig, TrainConfig
+from annotated_transformer.model import make_model
+from annotated_transformer.decode import beam_search, greedy_decode
+
+REPO = Path(__file__).resolve().parents[1]
+COPY = ["--max-steps", "2", "--copy-n", "100", "--n-valid", "10", "--eval-every", "0", "--no-progress", "--device", "cpu",
+        "--precision", "fp32", "--save-every", "1", "--keep-last", "5", "--log-every", "1"]
+
+def env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+def files(d: Path) -> dict:
+    "Every file under `d` -> its bytes (what a refused or finished command must leave as it was)."
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+@pytest.fixture
+def copy_run(tmp_path, cli):
+    run = tmp_path / "run"
+    r = cli(train_main, "copy", "--run-dir", str(run), *COPY)
+    assert r.returncode == 0, r.stderr
+    return run
+
+# ---------------------------------------------------------------- one run per directory
+
+def test_second_at_train_on_a_run_dir_is_refused_and_a_dead_holder_does_not_block(tmp_path, cli):
+    run = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from annotated_transformer.runs import lock_run
+        lock_run({str(run)!r}, "at-train copy --run-dir {run}"); print("held", flush=True); time.sleep(120)""")],
+        env=env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = cli(train_main, "copy", "--run-dir", str(run), *COPY)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"in use by another run (pid {holder.pid}" in r.stderr and "at-train copy" in r.stderr, r.stderr
+        assert sorted(p.name for p in run.iterdir()) == [".lock"]  # the refused run wrote nothing
+    finally:
+        holder.send_signal(signal.SIGKILL); holder.wait()
+    assert (run / ".lock").exists()  # the dead holder's file is left; its lock is not
+    r = cli(train_main, "copy", "--run-dir", str(run), *COPY)
+    assert r.returncode == 0, r.stderr
+    assert not (run / ".lock").exists() and load_checkpoint(run)["step"] == 2
+
+def test_resume_of_a_finished_run_changes_nothing(copy_run, cli):
+    before = files(copy_run)
+    r = cli(train_main, "copy", "--run-dir", str(copy_run), *COPY, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "already reached step 2 of --max-steps 2; nothing to do" in r.stdout
+    assert files(copy_run) == before  # no validation record appended, run.json and checkpoints untouched
+
+def test_resume_from_a_run_of_another_task_names_both(copy_run, cli, tmp_path):
+    data = write_tiny_multi30k(tmp_path, 8)
+    r = cli(train_main, "multi30k", "--data-dir", str(data), "--no-download", "--run-dir", str(copy_run), "--resume",
+            "--max-steps", "3", "--no-progress", "--device", "cpu")
+    assert r.returncode == 1 and "at-train copy" in r.stderr and "multi30k" in r.stderr, r.stderr
+
+# ---------------------------------------------------------------- damaged checkpoints
+
+def flip(path: Path, key: str = "src_embed.0.lut.weight", n: int = 64):
+    "Flip `n` bytes of one tensor inside a checkpoint file, where its bytes are stored (torch still loads the file)."
+    raw, t = path.read_bytes(), torch.load(path, weights_only=True)["model"][key]
+    at = raw.find(t.numpy().tobytes()[:256]); assert at > 0
+    path.write_bytes(raw[:at] + bytes(b ^ 0xFF for b in raw[at:at + n]) + raw[at + n:])
+
+def test_flipped_bytes_and_nan_weights_are_damage(copy_run, cli, capfd):
+    key = next(k for k in torch.load(list_checkpoints(copy_run)[-1], weights_only=True)["model"] if "weight" in k)
+    newest = list_checkpoints(copy_run)[-1]
+    flip(newest, key)
+    assert torch.load(newest, weights_only=True)["step"] == 2  # loads without complaint in torch ...
+    with pytest.raises(CheckpointError, match="differ from the checksum"): read_checkpoint(newest)  # ... not here
+    assert load_checkpoint(copy_run)["step"] == 1  # the run falls back to its last intact checkpoint, with a warning
+    assert "skipped" in capfd.readouterr().err
+    ck = read_checkpoint(list_checkpoints(copy_run)[0])
+    ck["model"] = {k: v.clone() for k, v in ck["model"].items()}; ck["model"][key][0] = float("nan")
+    write_checkpoint(ck, copy_run / "nan.pt")  # a valid checksum over NaN weights
+    with pytest.raises(CheckpointError, match="NaN or infinite"): read_checkpoint(copy_run / "nan.pt")
+    r = cli(translate_main, "--checkpoint", str(copy_run / "nan.pt"), "--input", "-", stdin="a b\n")
+    assert r.returncode == 1 and "NaN or infinite" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+def test_resume_skips_a_checkpoint_with_nan_weights(copy_run, cli):
+    p = list_checkpoints(copy_run)[-1]
+    ck = read_checkpoint(p)
+    ck["model"] = {k: v.clone().fill_(float("nan")) if v.is_floating_point() else v for k, v in ck["model"].items()}
+    write_checkpoint(ck, p)
+    r = cli(train_main, "copy", "--run-dir", str(copy_run), *COPY, "--resume", "--max-steps", "3")
+    assert r.returncode == 0, r.stderr
+    assert "NaN or infinite" in r.stderr and "resumed from" in r.stdout and "ckpt_0000001.pt at step 1" in r.stdout
+    assert load_checkpoint(copy_run)["step"] == 3
+
+def test_every_writer_stores_a_checksum(copy_run, tmp_path):
+    from annotated_transformer.checkpoint import save_model, average_checkpoints, state_checksum
+    ck = read_checkpoint(list_checkpoints(copy_run)[-1])
+    assert ck["checksum"] == state_checksum(ck)  # the trainer's
+    save_model(make_model(TransformerConfig.tiny()), tmp_path / "m.pt")
+    average_checkpoints(list_checkpoints(copy_run), tmp_path / "avg.pt")
+    for name in ("m.pt", "avg.pt"):
+        raw = torch.load(tmp_path / name, weights_only=True)
+        assert raw["checksum"] == state_checksum(raw), name
+
+# ---------------------------------------------------------------- a full disk (a file-size limit makes writes fail for real)
+
+FULL_DISK = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing the process
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
+"""
+
+def test_a_full_disk_names_the_file_and_leaves_no_torn_checkpoint(tmp_path):
+    code = FULL_DISK.format(limit=20000) + textwrap.dedent(f"""
+        from annotated_transformer.checkpoint import save_checkpoint, make_checkpoint
+        from annotated_transformer.config import TransformerConfig
+        from annotated_transformer.model import make_model
+        try: save_checkpoint(make_checkpoint(make_model(TransformerConfig.tiny()), step=1), {str(tmp_path)!r}, 1)
+        except OSError as e: print(e); sys.exit(3)""")
+    r = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert f"{tmp_path / 'ckpt_0000001.pt'}: could not be written" in r.stdout and "disk full" in r.stdout, r.stdout
+    assert "unexpected pos" not in r.stdout and list(tmp_path.iterdir()) == []
+
+def test_a_full_disk_leaves_no_empty_tokenizer(tmp_path):
+    code = FULL_DISK.format(limit=3000) + textwrap.dedent(f"""
+        from annotated_transformer.data import SubwordTokenizer
+        tok = SubwordTokenizer.train(["ein mann läuft auf dem gras", "ein hund sitzt im park"] * 50, vocab_size=300)
+        try: tok.save({str(tmp_path / 'tok')!r})
+        except OSError as e: print(e); sys.exit(3)""")
+    r = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "spm.model: could not be written" in r.stdout, r.stdout
+    assert not (tmp_path / "tok" / "spm.model").exists() and not list((tmp_path / "tok").glob("*.tmp"))
+
+def test_at_bench_finds_an_unwritable_out_before_benchmarking(tmp_path):
+    code = FULL_DISK.format(limit=1) + textwrap.dedent(f"""
+        from annotated_transformer.cli import bench_main
+        sys.exit(bench_main(["--presets", "tiny", "--benchmarks", "train", "--reps", "1", "--out", {str(tmp_path / 'b.json')!r}]))""")
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True)
+    assert r.returncode == 1 and "--out" in r.stderr and "not a writable directory" in r.stderr, r.stderr
+    assert "train" not in r.stderr.split("error:")[0]  # failed before the first benchmark logged anything
+    assert not (tmp_path / "b.json").exists()
+
+# ---------------------------------------------------------------- an interrupted at-evaluate
+
+def test_sigterm_during_at_evaluate_leaves_the_earlier_results_whole(tmp_path, cli):
+    data = write_tiny_multi30k(tmp_path, 400)
+    run = tmp_path / "run"
+    r = cli(train_main, "multi30k", "--data-dir", str(data), "--no-download", "--run-dir", str(run), "--vocab-size", "320",
+            "--d-model", "32", "--d-ff", "64", "--n-heads", "2", "--n-layers", "1", "--max-len", "64", "--max-steps", "2",
+            "--warmup-steps", "2", "--eval-every", "0", "--max-tokens", "400", "--precision", "fp32", "--device", "cpu",
+            "--no-progress", "--save-every", "1")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "res"; out.mkdir()
+    for name in ("results.json", "test.beam.txt", "test.greedy.txt", "metrics.jsonl", "notes.md"): (out / name).write_text("OLD\n")
+    before = files(out)
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from annotated_transformer import at_evaluate; sys.exit(at_evaluate())",
+                          str(run), "--test", "test", "--out", str(out), "--average", "2", "--beam", "4", "--batch-size", "4"],
+                         env=env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    seen = ""
+    while "test: " not in seen and p.poll() is None: seen += p.stderr.read(1)  # it is decoding the test split
+    p.send_signal(signal.SIGTERM)
+    rest = p.stderr.read(); p.wait()
+    assert p.returncode == 143, seen + rest
+    assert "terminated" in rest and "Traceback" not in rest, rest
+    assert files(out) == before  # the old set, whole; no .tmp, no staging directory
+    assert sorted(x.name for x in out.iterdir()) == sorted(before)
+
+def test_write_result_set_replaces_all_files_together(tmp_path):
+    from annotated_transformer.translation import write_result_set
+    write_result_set(tmp_path, {"a.txt": "1\n", "b.json": b"{}"})
+    (tmp_path / ".partial-999999999").mkdir()  # what a process killed with SIGKILL left (that pid is not alive)
+    write_result_set(tmp_path, {"a.txt": "2\n", "b.json": b"[]"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.json"]
+    assert (tmp_path / "a.txt").read_text() == "2\n" and (tmp_path / "b.json").read_bytes() == b"[]"
+
+# ---------------------------------------------------------------- Ctrl-C while the command starts (torch is imported)
+
+def test_ctrl_c_while_starting_is_one_line():
+    code = textwrap.dedent("""
+        import builtins, sys
+        real = builtins.__import__
+        def interrupted(name, *a, **k):  # Ctrl-C arrives while torch is imported
+            if name == "torch" or name.startswith("torch."): raise KeyboardInterrupt
+            return real(name, *a, **k)
+        import annotated_transformer
+        builtins.__import__ = interrupted
+        sys.exit(annotated_transformer.at_train())""")
+    r = subprocess.run([sys.executable, "-c", code, "copy"], env=env(), capture_output=True, text=True)
+    assert r.returncode == 130 and r.stderr.strip() == "at-train: interrupted while starting", r.stderr
+
+def test_console_scripts_point_at_the_guarded_entries():
+    import configparser, annotated_transformer, annotated_transformer.cli as cli
+    cfg = configparser.ConfigParser(); cfg.read(REPO / "settings.ini")
+    scripts = dict(s.split("=") for s in cfg["DEFAULT"]["console_scripts"].split())
+    assert set(scripts) == {"at-train", "at-translate", "at-evaluate", "at-parse", "at-variations", "at-bench"}
+    for name, target in scripts.items():
+        mod, func = target.split(":")
+        assert mod == "annotated_transformer" and getattr(annotated_transformer, func).__name__ in dir(cli), target
+
+# ---------------------------------------------------------------- the Python API a reader calls directly
+
+@pytest.mark.parametrize("kw,error,words", [
+    (dict(d_model="512"), TypeError, "d_model='512': expected int"),
+    (dict(n_heads=4.0), TypeError, "n_heads=4.0: expected int"),
+    (dict(dropout="0.1"), TypeError, "dropout='0.1'"),
+    (dict(norm_first=1), TypeError, "norm_first=1"),
+    (dict(d_k=8.0), TypeError, "d_k=8.0"),
+])
+def test_transformer_config_refuses_wrong_types_by_name(kw, error, words):
+    with pytest.raises(error, match=words): TransformerConfig(**kw)
+
+def test_configs_take_what_they_always_took():
+    assert TransformerConfig(dropout=0, d_k=None).dropout == 0  # an int for a float
+    assert TrainConfig(betas=[0.9, 0.98]).betas == [0.9, 0.98]  # a list for the tuple
+    with pytest.raises(TypeError, match="max_steps=2.5"): TrainConfig(max_steps=2.5)
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    return make_model(TransformerConfig.tiny(src_vocab_size=11, tgt_vocab_size=11)).eval()
+
+SRC = torch.tensor([[4, 5, 6]])
+
+@pytest.mark.parametrize("kw,error,words", [
+    (dict(beam_size=0), ValueError, "beam_size=0"), (dict(beam_size=-2), ValueError, "beam_size=-2"),
+    (dict(beam_size=2.0), TypeError, "beam_size=2.0"), (dict(max_len_b=-1), ValueError, "max_len_b=-1"),
+    (dict(max_len_a=float("nan")), ValueError, "max_len_a=nan"), (dict(alpha=-0.5), ValueError, "alpha=-0.5"),
+    (dict(n_best=5), ValueError, "n_best=5"),
+    (dict(src=torch.tensor([[4, 11]])), ValueError, "token id 11 is outside"),
+    (dict(src=torch.tensor([[-1, 4]])), ValueError, "token id -1 is outside"),
+    (dict(src=torch.zeros(1, 0, dtype=torch.long)), ValueError, "src: empty"),
+    (dict(src=torch.zeros(0, 3, dtype=torch.long)), ValueError, "src: empty"),
+    (dict(src=torch.tensor([[4.0, 5.0]])), TypeError, "src: expected token ids"),
+    (dict(src=[4, 5]), TypeError, "src: expected token ids"),
+    (dict(src_key_padding_mask=torch.zeros(1, 2, dtype=torch.bool)), ValueError, "src_key_padding_mask"),
+])
+def test_beam_search_refuses_bad_arguments_by_name(tiny, kw, error, words):
+    args = {**dict(src=SRC), **kw}
+    with pytest.raises(error, match=words.replace("(", r"\(")): beam_search(tiny, **args)
+
+def test_greedy_decode_checks_the_same_arguments(tiny):
+    with pytest.raises(ValueError, match="max_len_b=-3"): greedy_decode(tiny, SRC, max_len_b=-3)
+    with pytest.raises(ValueError, match="outside"): greedy_decode(tiny, torch.tensor([[99]]))
+    assert greedy_decode(tiny, SRC, max_len_b=2).shape[0] == 1  # good arguments still decode
