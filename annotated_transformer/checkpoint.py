@@ -4,7 +4,7 @@
 
 # %% ../nbs/09a_checkpoint.ipynb #4b64e573
 from __future__ import annotations
-import contextlib, hashlib, os, re, sys
+import hashlib, re, sys
 from dataclasses import asdict
 from pathlib import Path
 import torch
@@ -17,8 +17,8 @@ from .rnn import RNNConfig, make_rnn
 # %% auto #0
 __all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'warn', 'check_writable', 'list_checkpoints', 'make_checkpoint',
            'state_checksum', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
-           'verify_checkpoint', 'newest_checkpoint', 'load_checkpoint', 'config_for', 'build_model', 'load_model',
-           'save_model', 'average_checkpoints', 'average_last']
+           'verify_checkpoint', 'newest_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for', 'build_model',
+           'load_model', 'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/09a_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
@@ -147,6 +147,12 @@ def load_checkpoint(path: str | Path) -> dict:
     return ck
 
 # %% ../nbs/09a_checkpoint.ipynb #975b662a
+def checkpoint_kind(ck: dict) -> str:
+    "What a checkpoint's model reads and writes: 'parsing' (words to trees), 'translation' (text, a subword tokenizer inside) or 'ids' (token ids: the copy task, a model saved alone)."
+    tok = ck.get("tokenizer")
+    if isinstance(tok, dict) and tok.get("kind") == "parsing": return "parsing"
+    return "translation" if isinstance(tok, dict) and "model_proto" in tok else "ids"
+
 def config_for(d: dict) -> TransformerConfig | RNNConfig:
     "The model config stored in a checkpoint: an `RNNConfig` when `d['model'] == 'rnn'`, else a `TransformerConfig`."
     return config_from_dict(RNNConfig if d.get("model") == "rnn" else TransformerConfig, d)

@@ -13,15 +13,15 @@ from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, load_recipe
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
-from .checkpoint import CheckpointError, build_model, list_checkpoints, read_checkpoint, newest_checkpoint, check_writable, write_checkpoint
+from .checkpoint import CheckpointError, build_model, list_checkpoints, read_checkpoint, newest_checkpoint, check_writable, checkpoint_kind
 from .data import atomic_write
-from .runs import hardware, lock_run, unlock_run  # the machine, in the copy task's results.json
+from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
 from .train import Trainer, TrainingError, seed_everything
 from .distributed import init_distributed, cleanup_distributed
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config, build_data
 from .model import count_parameters
 from .inference import load_translator, translate, bleu_scores
-from .translation import evaluate_run, checkpoint_candidates, run_languages
+from .translation import evaluate_run, run_languages
 from .trees import read_trees
 from .parser import load_parser, parse, parse_gold
 from .variations import GridSettings, ROWS, run_grid
@@ -227,8 +227,8 @@ def _closing(trainer, out: dict, report: dict, seconds: float, cpu_seconds: floa
     print("final: " + ("; ".join(words) or "no metrics logged"))
     print(f"checkpoint {out.get('checkpoint')}" + (f"; results in {results}" if results else ""))
 
-def _resume_check(task: str, tcfg: TrainConfig) -> int | None:
-    "Before `--resume` touches anything: a checkpoint of another task is an error naming both; a finished run exits 0 unchanged."
+def _resume_point(task: str, tcfg: TrainConfig) -> tuple[Path, dict] | None:
+    "The checkpoint `--resume` continues from, read before anything is touched; one of another task is an error naming both."
     found = newest_checkpoint(tcfg.run_dir) if Path(tcfg.run_dir).is_dir() else None
     if found is None: return None
     path, ck, _ = found
@@ -236,11 +236,7 @@ def _resume_check(task: str, tcfg: TrainConfig) -> int | None:
     if was and was != task:
         raise CheckpointError(f"{path} was written by `at-train {was}`, and this command trains {task}: resume it with "
                               f"`at-train {was} --resume`, or give {task} another --run-dir")
-    if ck.get("step", 0) >= tcfg.max_steps:
-        print(f"{path}: the run already reached step {ck['step']} of --max-steps {tcfg.max_steps}; nothing to do "
-              "(raise --max-steps to train further)", flush=True)
-        return 0
-    return None
+    return path, ck
 
 def _train(argv: list[str]) -> int:
     task, mcfg, tcfg, spec = parse_args(argv)
@@ -248,16 +244,20 @@ def _train(argv: list[str]) -> int:
     first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
     if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
     try:
-        if tcfg.resume and (done := _resume_check(task, tcfg)) is not None: return done
-        return _train_locked(task, mcfg, tcfg, spec, command)
+        resume = _resume_point(task, tcfg) if tcfg.resume else None
+        if resume and resume[1].get("step", 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
+            print(f"{resume[0]}: the run already reached step {resume[1]['step']} of --max-steps {tcfg.max_steps}; nothing to do "
+                  "(raise --max-steps to train further)", flush=True)
+            return 0
+        return _train_locked(task, mcfg, tcfg, spec, command, resume[1].get("tokenizer") if resume else None)
     finally:
         if first: unlock_run(tcfg.run_dir)
 
-def _train_locked(task, mcfg, tcfg, spec, command) -> int:
+def _train_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
-        data = build_data(spec, mcfg, tcfg, info.rank, info.world_size)
+        data = build_data(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
         model = build_model(data.model_config)  # a Transformer, or the RNN with --model rnn
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
@@ -354,7 +354,7 @@ def _evaluate(argv: list[str]) -> int:
     if too_many: p.error(f"--average {too_many[0]}: {a.run_dir} keeps {len(paths)} checkpoint{'s' * (len(paths) != 1)}; "
                          f"expected at most {len(paths)}")
     ck = read_checkpoint(paths[-1])
-    if ck.get("tokenizer") is None or (isinstance(ck["tokenizer"], dict) and ck["tokenizer"].get("kind") == "parsing"):
+    if checkpoint_kind(ck) != "translation":
         raise CheckpointError(f"{paths[-1]}: not a translation run (no text tokenizer); at-evaluate scores translation runs")
     spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
     recipe = a.recipe or spec.get("recipe")
@@ -366,10 +366,7 @@ def _evaluate(argv: list[str]) -> int:
     task = task if task in TASKS else None  # a run built by hand: results.json says its command is unknown
     t0 = time.perf_counter()
     res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
-                       progress=a.progress)
-    if a.save_chosen:
-        chosen = checkpoint_candidates(a.run_dir, tuple(a.average))[res["chosen"]]
-        write_checkpoint(chosen, a.save_chosen)
+                       progress=a.progress, save_chosen=a.save_chosen)
     _evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0)
     return 0
 

@@ -5,7 +5,7 @@
 # %% ../nbs/00_config.ipynb #28e5aed8
 from __future__ import annotations
 import functools, math, types, typing
-from dataclasses import dataclass, asdict, fields, replace
+from dataclasses import dataclass, fields
 
 # %% auto #0
 __all__ = ['check_types', 'TransformerConfig', 'TrainConfig', 'config_from_dict']

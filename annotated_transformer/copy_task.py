@@ -9,7 +9,6 @@ import torch
 from torch import Tensor
 from .config import TransformerConfig
 from .model import Transformer, make_model
-from .checkpoint import save_model
 from .optim import make_optimizer, make_scheduler
 from .loss import LabelSmoothingLoss
 from .data import copy_task_pairs

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib, gzip, hashlib, io, json, os, random, shutil, sys, urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 import sentencepiece as spm
 
 # %% auto #0

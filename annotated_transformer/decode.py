@@ -9,8 +9,7 @@ import torch
 import torch.nn.functional as F
 from typing import NamedTuple
 from torch import Tensor
-from .config import TransformerConfig
-from .model import Transformer, make_model
+from .model import Transformer
 from .attention import merge_masks, to_sdpa_mask
 
 # %% auto #0

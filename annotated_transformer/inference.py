@@ -13,7 +13,7 @@ from .model import Transformer
 from .attention import padding_mask
 from .data import SubwordTokenizer
 from .decode import beam_search
-from .checkpoint import CheckpointError, load_checkpoint, upgrade_checkpoint, load_model
+from .checkpoint import CheckpointError, load_checkpoint, upgrade_checkpoint, load_model, checkpoint_kind
 
 # %% auto #0
 __all__ = ['load_translator', 'encode_sources', 'translate', 'bleu_scores', 'attention_maps', 'plot_attention',
@@ -30,7 +30,7 @@ def load_translator(ckpt: dict | str | Path, # a checkpoint: loaded, a file, or 
     ckpt = upgrade_checkpoint(ckpt) if path is None else load_checkpoint(path)
     cfg, state = ckpt["model_config"], ckpt.get("tokenizer")
     beside = None if path is None else (path if path.is_dir() else path.parent)
-    if isinstance(state, dict) and state.get("kind") == "parsing":
+    if checkpoint_kind(ckpt) == "parsing":
         raise CheckpointError(f"{where}: a parser's checkpoint (trees, not text); parse with at-parse")
     if tokenizer_dir is not None:
         try: tok, tw = SubwordTokenizer.load(tokenizer_dir), str(tokenizer_dir)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 from torch import Tensor
-from .attention import MultiHeadAttention, causal_mask
+from .attention import MultiHeadAttention
 
 # %% auto #0
 __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer']

@@ -4,12 +4,9 @@
 
 # %% ../nbs/04_model.ipynb #fc626b7a
 from __future__ import annotations
-import torch
 import torch.nn as nn
 from torch import Tensor
-from dataclasses import asdict
 from .config import TransformerConfig
-from .attention import padding_mask
 from .layers import EncoderLayer, DecoderLayer
 from .embeddings import Embeddings, PositionalEncoding, LearnedPositionalEmbedding, tie_weights
 

@@ -4,11 +4,9 @@
 
 # %% ../nbs/00a_background.ipynb #8c1a148a
 from __future__ import annotations
-import math
 from dataclasses import dataclass
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 

@@ -12,7 +12,6 @@ from .config import TransformerConfig, TrainConfig
 from .data import load_recipe, copy_task_pairs, encode_pairs, SubwordTokenizer
 from .batching import make_loader
 from .copy_task import copy_config
-from .checkpoint import newest_checkpoint
 from .rnn import RNNConfig
 from .trees import recipe_trees
 from .parser import ParsingVocab, encode_trees
@@ -143,9 +142,11 @@ class TaskData:
 def _barrier():
     if dist.is_available() and dist.is_initialized(): dist.barrier()
 
-def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1) -> TaskData:
+def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
+               tokenizer_state: dict | None = None, # a resumed run's tokenizer, from its checkpoint: reused, not retrained
+              ) -> TaskData:
     "The loaders (this rank's shard), the tokenizer and the model config with its vocabulary sizes, for any task."
-    if spec.recipe in PARSING_RECIPES: return build_parsing_data(spec, mcfg, tcfg, rank, world_size)
+    if spec.recipe in PARSING_RECIPES: return build_parsing_data(spec, mcfg, tcfg, rank, world_size, tokenizer_state)
     data_dir = spec.data_dir or None
     if spec.recipe == "copy":
         kw = dict(vocab_size=spec.copy_symbols, max_len=spec.copy_max_len, seed=tcfg.seed)
@@ -157,8 +158,7 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
         train = load_recipe(spec.recipe, "train", data_dir, download=spec.download, **langs)
         val = load_recipe(spec.recipe, spec.valid_split, data_dir, download=spec.download, **langs)
         tok_dir = Path(tcfg.run_dir) / "tokenizer"
-        found = newest_checkpoint(tcfg.run_dir) if tcfg.resume and Path(tcfg.run_dir).is_dir() else None
-        if found is not None: tok = SubwordTokenizer.from_state_dict(found[1]["tokenizer"])
+        if tokenizer_state is not None: tok = SubwordTokenizer.from_state_dict(tokenizer_state)
         else:
             if rank == 0:
                 tok = SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size); tok.save(tok_dir)
@@ -172,20 +172,19 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
     if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
     return TaskData(train_loader, val_loader, tok, mcfg)
 
-def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1) -> TaskData:
+def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
+                       tokenizer_state: dict | None = None) -> TaskData:
     "Sentence -> linearized tree loaders (this rank's shard): the vocabulary is built on the training trees only, or restored on resume."
     data_dir = spec.data_dir or None
-    found = newest_checkpoint(tcfg.run_dir) if tcfg.resume and Path(tcfg.run_dir).is_dir() else None
-    resume_from = found[1] if found else None
     train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
-    vocab = (ParsingVocab.from_state_dict(resume_from["tokenizer"]) if resume_from is not None
+    vocab = (ParsingVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None
              else ParsingVocab.build(train, spec.vocab_size))
     train_ids, dropped = encode_trees(train, vocab, mcfg.max_len)
     dev_ids, dev_dropped = encode_trees(dev, vocab, mcfg.max_len)
     if spec.n_valid: dev_ids = dev_ids[:spec.n_valid]
     counts = dict(train_trees=len(train), train_too_long=dropped, dev_trees=len(dev), dev_too_long=dev_dropped,
                   src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
-    if rank == 0 and resume_from is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")
+    if rank == 0 and tokenizer_state is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")
     mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
     return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
                     make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)

@@ -4,14 +4,14 @@
 
 # %% ../nbs/11_translation.ipynb #58a05aa9
 from __future__ import annotations
-import json, os, re, shutil, signal, sys, time
+import functools, json, os, re, shutil, signal, sys, time
 from dataclasses import asdict
 from pathlib import Path
 import torch
 import sacrebleu
 from .data import Corpus, SubwordTokenizer, RECIPES
 from .model import Transformer, count_parameters
-from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints
+from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, write_checkpoint
 from .data import atomic_write
 from .runs import training_summary, hardware
 from .inference import translate, bleu_scores, load_translator
@@ -38,15 +38,16 @@ def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
 # %% ../nbs/11_translation.ipynb #66176080
 _COMPOUND = re.compile(r"(\S)-(\S)")
 
+@functools.cache
+def _moses(lang: str):
+    from sacremoses import MosesTokenizer  # here, not at the top: at-train and at-translate start without it
+    return MosesTokenizer(lang=lang)
+
 def paper_tokenize(line: str, lang: str = "de", # Moses tokenizer language
                    compound_split: bool = True, # t2t's `s{(\S)-(\S)}{$1 ##AT##-##AT## $2}g`
-                   _cache: dict = {}) -> str:
+                  ) -> str:
     "One line as tensor2tensor's `get_ende_bleu.sh` sees it: Moses-tokenized, hyphenated compounds split."
-    if lang not in _cache:
-        from sacremoses import MosesTokenizer  # here, not at the top: at-train and at-translate start without it
-        _cache[lang] = MosesTokenizer(lang=lang)
-    mt = _cache[lang]
-    out = mt.tokenize(line, return_str=True)
+    out = _moses(lang).tokenize(line, return_str=True)
     return _COMPOUND.sub(r"\1 ##AT##-##AT## \2", out) if compound_split else out
 
 def paper_bleu(hyps: list[str], refs: list[str], # detokenized output and references, aligned
@@ -116,6 +117,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  task: str | None = "multi30k", # the task at-train recorded (for the command line; None: not an at-train run)
                  batch_size: int = 64, # sentences per batch
                  progress: bool = False, # a progress bar on stderr for every decoding pass
+                 save_chosen: str | Path | None = None, # also write the chosen checkpoint (or average) here
                 ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
@@ -147,6 +149,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
     write_result_set(out, {"test.beam.txt": "".join(h + "\n" for h in beam["hyps"]),
                            "test.greedy.txt": "".join(h + "\n" for h in greedy["hyps"]),
                            "metrics.jsonl": metrics, "results.json": json.dumps(res, indent=1) + "\n"})
+    if save_chosen: write_checkpoint(cands[chosen], save_chosen)
     return res
 
 def write_result_set(out: str | Path, # the output directory (created if missing)

@@ -19,14 +19,13 @@ from .runs import hardware
 from .translation import score_corpus
 
 # %% auto #0
-__all__ = ['PAPER_BASE', 'PAPER_CITATION', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'PaperRow',
-           'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'train_row', 'read_table', 'run_grid', 'compare', 'plot_table3', 'trend_checks']
+__all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'PaperRow', 'paper_config',
+           'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data', 'GridSettings',
+           'train_row', 'read_table', 'run_grid', 'compare', 'plot_table3', 'trend_checks']
 
 # %% ../nbs/12_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
                   positional="sinusoidal")  # Table 3, row "base" (train steps 100K)
-PAPER_CITATION = "Vaswani et al. 2017, Attention Is All You Need, Table 3 (newstest2013 dev; PPL per wordpiece)"
 
 @dataclass(frozen=True)
 class PaperRow:

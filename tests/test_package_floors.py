@@ -47,3 +47,28 @@ def test_nothing_registers_at_import():
     calls = [f"{p.stem}: {ast.unparse(n)[:60]}" for p in modules() for n in ast.parse(p.read_text()).body
              if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and "register" in ast.unparse(n.value.func)]
     assert not calls, calls
+
+def _readme_house() -> tuple[list[tuple[int, int, list[str]]], list[str]]:
+    "The README's floor table (low, high, modules) and its chain of imports, as written."
+    import re
+    text = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    house = text[text.index("## How the package is built"):]
+    rows = []
+    for line in house.split("\n## ", 1)[0].splitlines():
+        m = re.match(r"^\| (\d+)(?:-(\d+))? \| (.+?) \|", line)
+        if m: rows.append((int(m.group(1)), int(m.group(2) or m.group(1)), re.findall(r"`(\w+)`", m.group(3))))
+    chain = next(l for l in house.splitlines() if "─►" in l).split(" ─► ")
+    return rows, chain
+
+def test_readme_floor_table_is_the_code():
+    rows, _ = _readme_house()
+    listed = [m for _, _, ms in rows for m in ms]
+    assert sorted(listed) == sorted(FLOORS), f"the README's table lists {sorted(set(listed) ^ set(FLOORS))} wrongly"
+    wrong = [f"{m} is on floor {FLOORS[m]}, the README says {lo}-{hi}" for lo, hi, ms in rows for m in ms if not lo <= FLOORS[m] <= hi]
+    assert not wrong, wrong
+
+def test_readme_chain_is_a_chain_of_imports():
+    _, chain = _readme_house()
+    assert len(chain) > 3 and chain[0] == "cli"
+    missing = [f"{a} does not import {b}" for a, b in zip(chain, chain[1:]) if b not in imports(PKG / f"{a}.py")]
+    assert not missing, missing
