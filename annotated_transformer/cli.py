@@ -23,7 +23,7 @@ from .model import count_parameters
 from .inference import load_translator, translate, bleu_scores
 from .translation import evaluate_run, run_languages
 from .trees import read_trees
-from .parser import load_parser, parse, parse_gold
+from .parser import load_parser, parse, parse_gold, build_parsing_data
 from .variations import GridSettings, ROWS, run_grid
 from .bench import BENCHMARKS, DEFAULT_BENCHMARKS, DEFAULT_SHAPES, bench_config, run_benchmarks, print_report
 
@@ -257,7 +257,8 @@ def _train_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
-        data = build_data(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
+        build = build_parsing_data if TASKS[task].kind == "parsing" else build_data
+        data = build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
         model = build_model(data.model_config)  # a Transformer, or the RNN with --model rnn
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,

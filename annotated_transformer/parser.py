@@ -17,10 +17,14 @@ from .data import atomic_write
 from .runs import training_summary, hardware, active_seconds
 from .trees import Tree, linearize, delinearize, recipe_trees
 from .evalb import evalb, with_tags
+from dataclasses import replace
+from .config import TransformerConfig, TrainConfig
+from .batching import make_loader
+from .tasks import DataSpec, TaskData
 
 # %% auto #0
-__all__ = ['ParsingVocab', 'encode_trees', 'TreeConstraint', 'parse', 'load_parser', 'parse_gold', 'evaluate_parsing_run',
-           'evaluate_decoding']
+__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'parse_gold',
+           'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/13b_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -67,6 +71,25 @@ def encode_trees(trees: list[Tree], vocab: ParsingVocab, max_len: int) -> tuple[
     pairs = [(vocab.encode_src(t.words()), vocab.encode_tgt(linearize(t))) for t in trees]
     kept = [(s, t) for s, t in pairs if max(len(s), len(t)) + 1 <= max_len]
     return kept, len(pairs) - len(kept)
+
+# %% ../nbs/13b_parser.ipynb #eb5905c7
+def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
+                       tokenizer_state: dict | None = None) -> TaskData:
+    "Sentence -> linearized tree loaders (this rank's shard): the vocabulary is built on the training trees only, or restored on resume."
+    data_dir = spec.data_dir or None
+    train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
+    vocab = (ParsingVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None
+             else ParsingVocab.build(train, spec.vocab_size))
+    train_ids, dropped = encode_trees(train, vocab, mcfg.max_len)
+    dev_ids, dev_dropped = encode_trees(dev, vocab, mcfg.max_len)
+    if spec.n_valid: dev_ids = dev_ids[:spec.n_valid]
+    counts = dict(train_trees=len(train), train_too_long=dropped, dev_trees=len(dev), dev_too_long=dev_dropped,
+                  src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
+    if rank == 0 and tokenizer_state is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")
+    mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
+    return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
+                    make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)
+
 
 # %% ../nbs/13b_parser.ipynb #010dfd44
 class TreeConstraint(DecodingConstraint):

@@ -13,12 +13,9 @@ from .data import load_recipe, copy_task_pairs, encode_pairs, SubwordTokenizer
 from .batching import make_loader
 from .copy_task import copy_config
 from .rnn import RNNConfig
-from .trees import recipe_trees
-from .parser import ParsingVocab, encode_trees
 
 # %% auto #0
-__all__ = ['TASKS', 'PARSING_RECIPES', 'DataSpec', 'Task', 'task_preset', 'ModelSpec', 'model_config', 'TaskData', 'build_data',
-           'build_parsing_data']
+__all__ = ['TASKS', 'PARSING_RECIPES', 'DataSpec', 'Task', 'task_preset', 'ModelSpec', 'model_config', 'TaskData', 'build_data']
 
 # %% ../nbs/10a_tasks.ipynb #0c5e2941
 @dataclass
@@ -145,8 +142,9 @@ def _barrier():
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                tokenizer_state: dict | None = None, # a resumed run's tokenizer, from its checkpoint: reused, not retrained
               ) -> TaskData:
-    "The loaders (this rank's shard), the tokenizer and the model config with its vocabulary sizes, for any task."
-    if spec.recipe in PARSING_RECIPES: return build_parsing_data(spec, mcfg, tcfg, rank, world_size, tokenizer_state)
+    "The loaders (this rank's shard), the tokenizer and the model config with its vocabulary sizes, for the copy and translation tasks."
+    if spec.recipe in PARSING_RECIPES:
+        raise ValueError(f"recipe={spec.recipe!r}: trees, not text pairs; the parser's own builder reads them (parser.build_parsing_data)")
     data_dir = spec.data_dir or None
     if spec.recipe == "copy":
         kw = dict(vocab_size=spec.copy_symbols, max_len=spec.copy_max_len, seed=tcfg.seed)
@@ -171,20 +169,3 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
     val_loader = make_loader(val_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size)
     if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
     return TaskData(train_loader, val_loader, tok, mcfg)
-
-def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
-                       tokenizer_state: dict | None = None) -> TaskData:
-    "Sentence -> linearized tree loaders (this rank's shard): the vocabulary is built on the training trees only, or restored on resume."
-    data_dir = spec.data_dir or None
-    train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
-    vocab = (ParsingVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None
-             else ParsingVocab.build(train, spec.vocab_size))
-    train_ids, dropped = encode_trees(train, vocab, mcfg.max_len)
-    dev_ids, dev_dropped = encode_trees(dev, vocab, mcfg.max_len)
-    if spec.n_valid: dev_ids = dev_ids[:spec.n_valid]
-    counts = dict(train_trees=len(train), train_too_long=dropped, dev_trees=len(dev), dev_too_long=dev_dropped,
-                  src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
-    if rank == 0 and tokenizer_state is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")
-    mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
-    return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
-                    make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)

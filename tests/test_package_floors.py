@@ -9,10 +9,10 @@ FLOORS = {
     "model": 2, "evalb": 2,
     "decode": 3, "checkpoint": 3, "sentiment": 3,  # one checkpoint format
     "runs": 4, "inference": 4,                     # run records; loading and translating
-    "train": 5, "parser": 5,                       # the Trainer; the parser
+    "train": 5,                                    # the Trainer
     "distributed": 6, "copy_task": 6,
     "tasks": 7,                                    # every task as values, with its data builder
-    "translation": 8, "bench": 8,                  # bench measures the tasks' models
+    "translation": 8, "bench": 8, "parser": 8,     # bench measures the tasks' models; the parser builds its own data
     "variations": 9,
     "cli": 10,                                     # every console script
 }
