@@ -19,7 +19,7 @@ from .model import make_model, count_parameters
 from .optim import make_optimizer
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 from .batching import Batch, TokenBatchSampler, collate, padding_fraction
-from .decode import bench_decoding
+from .decode import time_decoding
 from .train import HiddenStates, resolve_precision, precision_trial
 from .tasks import TASKS
 from .data import default_data_dir
@@ -318,9 +318,9 @@ def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
 
 # %% ../nbs/14_benchmarks.ipynb #400faa5b
 def bench_decode(cfg, src_len=30, n_sentences=8, beam_size=4, reps=3, device="cpu") -> dict:
-    "Beam-search sentences/s with the readable cache, the static cache and without a cache (`decode.bench_decoding`)."
+    "Beam-search sentences/s with the readable cache, the static cache and without a cache (`decode.time_decoding`)."
     torch.manual_seed(0); model = make_model(cfg).to(device).eval()
-    return bench_decoding(model, src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, reps=reps)
+    return time_decoding(model, src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, reps=reps)
 
 def bench_decode_batches(cfg, batches=(1, 64), src_len=30, beam_size=4, reps=1, device="cpu") -> dict:
     "`bench_decode` at several batch sizes (sentences per call): batch 1 is latency, batch 64 throughput."

@@ -17,8 +17,8 @@ from .rnn import RNNConfig, make_rnn
 # %% auto #0
 __all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'warn', 'check_writable', 'list_checkpoints', 'make_checkpoint',
            'state_checksum', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
-           'verify_checkpoint', 'newest_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for', 'build_model',
-           'load_model', 'save_model', 'average_checkpoints', 'average_last']
+           'verify_checkpoint', 'newest_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for',
+           'model_from_config', 'load_model', 'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/07a_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
@@ -157,7 +157,7 @@ def config_for(d: dict) -> TransformerConfig | RNNConfig:
     "The model config stored in a checkpoint: an `RNNConfig` when `d['model'] == 'rnn'`, else a `TransformerConfig`."
     return config_from_dict(RNNConfig if d.get("model") == "rnn" else TransformerConfig, d)
 
-def build_model(cfg: TransformerConfig | RNNConfig | dict) -> nn.Module:
+def model_from_config(cfg: TransformerConfig | RNNConfig | dict) -> nn.Module:
     "A freshly initialized model for a config (or a stored dict of one): `make_rnn` for an `RNNConfig`, else `make_model`."
     if isinstance(cfg, dict): cfg = config_for(cfg)
     return make_rnn(cfg) if isinstance(cfg, RNNConfig) else make_model(cfg)
@@ -168,7 +168,7 @@ def load_model(ckpt: dict | str | Path, # a checkpoint: loaded, a file, or a run
     where = "checkpoint" if isinstance(ckpt, dict) else str(ckpt)
     ckpt = upgrade_checkpoint(ckpt, where) if isinstance(ckpt, dict) else load_checkpoint(ckpt)
     try:
-        model = build_model(ckpt["model_config"])
+        model = model_from_config(ckpt["model_config"])
         model.load_state_dict(ckpt["model"])
     except (TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{where}: its weights do not fit the model its config describes ({str(e).splitlines()[0][:200]})") from None

@@ -13,7 +13,7 @@ from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, load_recipe
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
-from .checkpoint import CheckpointError, build_model, list_checkpoints, read_checkpoint, newest_checkpoint, check_writable, checkpoint_kind
+from .checkpoint import CheckpointError, model_from_config, list_checkpoints, read_checkpoint, newest_checkpoint, check_writable, checkpoint_kind
 from .data import atomic_write
 from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
 from .train import Trainer, TrainingError, seed_everything
@@ -21,7 +21,7 @@ from .distributed import init_distributed, cleanup_distributed
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config, build_data
 from .model import count_parameters
 from .inference import load_translator, translate, bleu_scores
-from .translation import evaluate_run, run_languages
+from .evaluation import evaluate_run, run_languages
 from .trees import read_trees
 from .parser import load_parser, parse, parse_gold, build_parsing_data
 from .variations import GridSettings, ROWS, run_grid
@@ -29,7 +29,7 @@ from .bench import BENCHMARKS, DEFAULT_BENCHMARKS, DEFAULT_SHAPES, bench_config,
 
 # %% auto #0
 __all__ = ['USER_ERRORS', 'CHOICES', 'SIGNAL_EXIT', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated',
-           'run_script', 'field_help', 'build_parser', 'find_task', 'parse_args', 'train_main', 'translate_main',
+           'run_script', 'field_help', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_main',
            'evaluate_main', 'read_sentences', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
 
 # %% ../nbs/15_cli.ipynb #4f53c87f
@@ -140,7 +140,7 @@ def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     "Keeps the task list's line breaks and shows every option's default."
 
-def build_parser(task: str = "copy", # whose preset gives the defaults
+def train_argparser(task: str = "copy", # whose preset gives the defaults
                  find: bool = False, # only to find the task: no --help, any word as the task
                 ) -> argparse.ArgumentParser:
     "The `at-train` parser: the tasks with one line each, every field an option with help and the defaults of `task`."
@@ -163,19 +163,19 @@ def build_parser(task: str = "copy", # whose preset gives the defaults
 # %% ../nbs/15_cli.ipynb #3b3211f1
 def find_task(argv: list[str]) -> str | None:
     "The task named in `argv`: the first word that is neither an option nor an option's value."
-    ns, _ = build_parser(find=True).parse_known_args(argv)
+    ns, _ = train_argparser(find=True).parse_known_args(argv)
     return ns.task
 
 def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | RNNConfig, TrainConfig, DataSpec]:
     "The task named in `argv` and its configs, with every `--field value` applied (an `RNNConfig` with `--model rnn`)."
     argv = list(sys.argv[1:] if argv is None else argv)
-    _, unknown = build_parser(find=True).parse_known_args(argv)
+    _, unknown = train_argparser(find=True).parse_known_args(argv)
     bad = [u for u in unknown if u.startswith("-") and u not in ("-h", "--help")]
-    if bad: build_parser().error(f"unrecognized option {bad[0]}; see at-train --help")  # before the task name, its value would pass for the task
+    if bad: train_argparser().error(f"unrecognized option {bad[0]}; see at-train --help")  # before the task name, its value would pass for the task
     task = find_task(argv)
     if task not in TASKS:  # let argparse print the help, or the usage and the choices
-        build_parser().parse_args(argv if task is None else [task]); raise SystemExit(2)
-    parser = build_parser(task)
+        train_argparser().parse_args(argv if task is None else [task]); raise SystemExit(2)
+    parser = train_argparser(task)
     ns = vars(parser.parse_args(argv))
     out = []
     for obj in task_preset(task):
@@ -259,7 +259,7 @@ def _train_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
         seed_everything(tcfg.seed)
         build = build_parsing_data if TASKS[task].kind == "parsing" else build_data
         data = build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
-        model = build_model(data.model_config)  # a Transformer, or the RNN with --model rnn
+        model = model_from_config(data.model_config)  # a Transformer, or the RNN with --model rnn
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
                           extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts))

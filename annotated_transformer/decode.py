@@ -14,7 +14,7 @@ from .attention import merge_masks, to_sdpa_mask
 
 # %% auto #0
 __all__ = ['DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'length_penalty',
-           'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'bench_decoding']
+           'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
 
 # %% ../nbs/08_decode.ipynb #869128c9
 class DecodingConstraint:
@@ -253,7 +253,7 @@ class StaticKVCache:
 
 # %% ../nbs/08_decode.ipynb #4c75097b
 @torch.no_grad()
-def bench_decoding(model: Transformer, # in eval mode
+def time_decoding(model: Transformer, # in eval mode
                    src_len: int = 30, # source tokens per sentence (EOS included)
                    n_sentences: int = 8, # sentences per batch
                    beam_size: int = 4, alpha: float = 0.6,

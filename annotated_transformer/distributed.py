@@ -13,7 +13,7 @@ import torch.multiprocessing as mp
 from .train import resolve_device
 
 # %% auto #0
-__all__ = ['DistInfo', 'init_distributed', 'cleanup_distributed', 'launch_local', 'train_copy_demo']
+__all__ = ['DistInfo', 'init_distributed', 'cleanup_distributed', 'launch_local', 'ddp_copy_run']
 
 # %% ../nbs/10_distributed.ipynb #3e8cdf35
 @dataclass
@@ -77,7 +77,7 @@ def launch_local(fn, # importable function; it calls `init_distributed` itself
         return [torch.load(Path(out) / f"rank{r}.pt", weights_only=False)[1] for r in range(world_size)]
 
 # %% ../nbs/10_distributed.ipynb #13cb4c75
-def train_copy_demo(steps: int = 4, # optimizer steps
+def ddp_copy_run(steps: int = 4, # optimizer steps
                     micro_batches: int = 4, # micro-batches per step over all ranks
                     run_dir: str | None = None, # where rank 0 writes (default: a temporary directory)
                     **overrides): # more `TrainConfig` fields
@@ -112,4 +112,4 @@ def train_copy_demo(steps: int = 4, # optimizer steps
 # %% ../nbs/10_distributed.ipynb #2e9e9966
 def _disagreeing_demo():
     info = init_distributed("cpu")
-    return train_copy_demo(steps=1, seed=info.rank)
+    return ddp_copy_run(steps=1, seed=info.rank)

@@ -16,7 +16,7 @@ from .train import Trainer, seed_everything
 from .checkpoint import warn
 from .data import atomic_write
 from .runs import hardware
-from .translation import score_corpus
+from .evaluation import score_corpus
 
 # %% auto #0
 __all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'PaperRow', 'paper_config',

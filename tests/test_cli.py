@@ -1,6 +1,6 @@
 "`at-train` as a user runs it: one command line for every task, help for every option, the copy task end to end."
 import json, os, shutil, subprocess, sys, pytest, torch
-from annotated_transformer.cli import build_parser, parse_args, find_task, train_main
+from annotated_transformer.cli import train_argparser, parse_args, find_task, train_main
 from annotated_transformer.tasks import TASKS
 from annotated_transformer.checkpoint import load_model
 from annotated_transformer.copy_task import copy_accuracy
@@ -42,7 +42,7 @@ def test_help_lists_every_task_with_a_description(tmp_path, cli):
 
 @pytest.mark.parametrize("task", ["copy", "multi30k", "ptb-small"])
 def test_every_option_has_help_and_a_dashed_spelling(task):
-    parser = build_parser(task)
+    parser = train_argparser(task)
     shown = [a for a in parser._actions if a.option_strings and a.help != "==SUPPRESS==" and a.dest != "help"]
     assert len(shown) > 50
     for a in shown:
@@ -52,7 +52,7 @@ def test_every_option_has_help_and_a_dashed_spelling(task):
     assert {"--max_steps", "--run_dir", "--data_dir", "--src_lang"} <= hidden  # the underscore spellings still work
 
 def test_copy_takes_the_same_options_as_every_task():
-    options = lambda t: {o for a in build_parser(t)._actions for o in a.option_strings}
+    options = lambda t: {o for a in train_argparser(t)._actions for o in a.option_strings}
     assert options("copy") == options("multi30k") == options("wmt14-big")
 
 def test_dashes_underscores_and_option_order_agree():
@@ -67,9 +67,9 @@ def test_unknown_option_is_an_error_with_usage(tmp_path, cli):
 
 def test_tasks_are_values_not_registrations():
     "Importing a module adds no task: TASKS is written out in tasks.py, parsing included, each with its description."
-    import importlib, annotated_transformer.parser, annotated_transformer.translation
+    import importlib, annotated_transformer.parser, annotated_transformer.evaluation
     before = dict(TASKS)
-    for m in ("parser", "translation", "variations", "bench", "cli"): importlib.reload(importlib.import_module(f"annotated_transformer.{m}"))
+    for m in ("parser", "evaluation", "variations", "bench", "cli"): importlib.reload(importlib.import_module(f"annotated_transformer.{m}"))
     assert TASKS == before and {"copy", "multi30k", "ptb", "ptb-small", "ptb-sample"} <= set(TASKS)
     assert all(len(t.description) > 10 and t.kind in ("copy", "translation", "parsing") for t in TASKS.values())
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 from annotated_transformer.data import copy_task_pairs
 from annotated_transformer.batching import TokenBatchSampler
-from annotated_transformer.distributed import launch_local, train_copy_demo, _disagreeing_demo, init_distributed
+from annotated_transformer.distributed import launch_local, ddp_copy_run, _disagreeing_demo, init_distributed
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
@@ -14,13 +14,13 @@ def test_two_gloo_ranks_equal_one_process():
     # the comparison is only meaningful if both runs see the same batches
     assert (TokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=2).batches(0)
             == TokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=1).batches(0))
-    ranks = launch_local(train_copy_demo, 2)  # 2 ranks x 2 micro-batches (no_sync on the first)
-    single = train_copy_demo()  # 1 process x 4 micro-batches
+    ranks = launch_local(ddp_copy_run, 2)  # 2 ranks x 2 micro-batches (no_sync on the first)
+    single = ddp_copy_run()  # 1 process x 4 micro-batches
     assert [r["world_size"] for r in ranks] == [2, 2] and single["world_size"] == 1
     assert torch.equal(ranks[0]["params"], ranks[1]["params"])
     assert ranks[0]["losses"] == pytest.approx(single["losses"], rel=1e-5)
     torch.testing.assert_close(ranks[0]["params"], single["params"], rtol=1e-5, atol=1e-6)
-    start = train_copy_demo(steps=1, max_steps=1)["params"]
+    start = ddp_copy_run(steps=1, max_steps=1)["params"]
     assert not torch.allclose(start, single["params"])  # training moved the parameters
 
 

@@ -176,7 +176,7 @@ def test_sigterm_during_at_evaluate_leaves_the_earlier_results_whole(tmp_path, c
     assert sorted(x.name for x in out.iterdir()) == sorted(before)
 
 def test_write_result_set_replaces_all_files_together(tmp_path):
-    from annotated_transformer.translation import write_result_set
+    from annotated_transformer.evaluation import write_result_set
     write_result_set(tmp_path, {"a.txt": "1\n", "b.json": b"{}"})
     (tmp_path / ".partial-999999999").mkdir()  # what a process killed with SIGKILL left (that pid is not alive)
     write_result_set(tmp_path, {"a.txt": "2\n", "b.json": b"[]"})

@@ -12,7 +12,7 @@ FLOORS = {
     "train": 5,                                    # the Trainer
     "distributed": 6, "copy_task": 6,
     "tasks": 7,                                    # every task as values, with its data builder
-    "translation": 8, "bench": 8, "parser": 8,     # bench measures the tasks' models; the parser builds its own data
+    "evaluation": 8, "bench": 8, "parser": 8,     # bench measures the tasks' models; the parser builds its own data
     "variations": 9,
     "cli": 10,                                     # every console script
 }

@@ -12,7 +12,7 @@ from annotated_transformer.config import TrainConfig
 from annotated_transformer.checkpoint import load_model
 from annotated_transformer.batching import make_loader
 from annotated_transformer.inference import load_translator
-from annotated_transformer.checkpoint import build_model, config_for
+from annotated_transformer.checkpoint import model_from_config, config_for
 from annotated_transformer.cli import parse_args
 
 
@@ -148,7 +148,7 @@ def test_trainer_checkpoint_round_trip(tmp_path):
     assert type(rebuilt).__name__ == "RNNSeq2Seq" and rebuilt.cfg == cfg
     src, mask, tgt = batch(V=11)
     torch.testing.assert_close(rebuilt(src, tgt, mask), trainer.model.eval()(src, tgt, mask))
-    assert isinstance(config_for({"d_model": 64, "n_heads": 4}), object) and type(build_model(cfg)).__name__ == "RNNSeq2Seq"
+    assert isinstance(config_for({"d_model": 64, "n_heads": 4}), object) and type(model_from_config(cfg)).__name__ == "RNNSeq2Seq"
 
 
 def test_translate_load_checkpoint(tmp_path):
