@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.distributed as dist
+from fastcore.basics import patch
 from torch.nn.parallel import DistributedDataParallel as DDP
 from .config import TrainConfig
 from .data import default_cache_dir
@@ -215,7 +216,7 @@ def precision_key(model: nn.Module, cfg: TrainConfig, loss: str = "chunked") -> 
                 threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss)
 
 
-# %% ../nbs/09_train.ipynb #82592bd6
+# %% ../nbs/09_train.ipynb #6e34c2b3
 class Trainer:
     "Trains a `Transformer`: accumulation, mixed precision, DDP, metrics, checkpoints and resume."
     def __init__(self, model: Transformer, # built by `make_model` (its `cfg` is stored in checkpoints)
@@ -269,156 +270,181 @@ class Trainer:
     @property
     def raw_model(self) -> Transformer: return self.model
 
-    def _precision(self, cfg: TrainConfig, model: Transformer, train_loader, loss: str) -> tuple[str, str]:
-        "Resolve `cfg.precision` (auto's trial runs on rank 0, on the first batch, and every rank takes its answer)."
-        if self.is_main:
-            def trial():
-                with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed when it starts: the run's generator stays as is
-                    batch = next(iter(train_loader))
-                print("precision auto: timing a few training steps in fp32 and in bf16 ...", flush=True)
-                return precision_trial(model, batch, self.device)
-            measurable = cfg.precision == "auto" and self.device.type == "cpu"
-            chosen = resolve_precision(cfg.precision, self.device, trial, precision_key(model, cfg, loss) if measurable else None)
-        else: chosen = None
-        if self.world_size > 1:
-            box = [chosen]; dist.broadcast_object_list(box, src=0); chosen = box[0]
-        return chosen
 
-    def train_step(self, batches: list) -> dict:
-        "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
-        self.model.train()
-        pad = self.model.cfg.pad_idx
-        n_total = _all_reduce(torch.tensor([_count_tokens(batches, pad)], dtype=torch.float64, device=self.device)).item()
-        if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
-        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
-        for k, batch in enumerate(batches):
-            batch = batch.to(self.device, non_blocking=True)
-            sync = k == len(batches) - 1 or self.world_size == 1
-            with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
-                with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
-                    out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-                    s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
-                            else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
-                self.scaler.scale(s * (self.world_size / n_total)).backward()
-            loss_sum += s.detach().double()
-        stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
-                                                                 device=self.device)]))
-        loss = stats[0].item() / n_total
-        if not math.isfinite(loss):
-            self.optimizer.zero_grad(set_to_none=True)
-            where = f"; the last good checkpoint is {self.last_checkpoint}" if self.last_checkpoint else ""
-            raise TrainingError(f"step {self.step + 1}: the loss is {loss} (not finite); stopping{where}")
-        self.scaler.unscale_(self.optimizer)
-        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm or float("inf")).item()
-        lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
-        self.scaler.step(self.optimizer); self.scaler.update()
+# %% ../nbs/09_train.ipynb #38afeec6
+@patch
+def _precision(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader, loss: str) -> tuple[str, str]:
+    "Resolve `cfg.precision` (auto's trial runs on rank 0, on the first batch, and every rank takes its answer)."
+    if self.is_main:
+        def trial():
+            with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed when it starts: the run's generator stays as is
+                batch = next(iter(train_loader))
+            print("precision auto: timing a few training steps in fp32 and in bf16 ...", flush=True)
+            return precision_trial(model, batch, self.device)
+        measurable = cfg.precision == "auto" and self.device.type == "cpu"
+        chosen = resolve_precision(cfg.precision, self.device, trial, precision_key(model, cfg, loss) if measurable else None)
+    else: chosen = None
+    if self.world_size > 1:
+        box = [chosen]; dist.broadcast_object_list(box, src=0); chosen = box[0]
+    return chosen
+
+
+# %% ../nbs/09_train.ipynb #e55288f8
+@patch
+def train_step(self: Trainer, batches: list) -> dict:
+    "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
+    self.model.train()
+    pad = self.model.cfg.pad_idx
+    n_total = _all_reduce(torch.tensor([_count_tokens(batches, pad)], dtype=torch.float64, device=self.device)).item()
+    if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
+    loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+    for k, batch in enumerate(batches):
+        batch = batch.to(self.device, non_blocking=True)
+        sync = k == len(batches) - 1 or self.world_size == 1
+        with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
+            with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
+                out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
+                s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
+                        else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
+            self.scaler.scale(s * (self.world_size / n_total)).backward()
+        loss_sum += s.detach().double()
+    stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
+                                                             device=self.device)]))
+    loss = stats[0].item() / n_total
+    if not math.isfinite(loss):
         self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()  # once per optimizer step: equation (3) counts updates
-        self.step += 1
-        if stats[1].item() > 0: self.stop_agreed = self.stop_signal or "a signal on another rank"  # every rank stops here
-        return dict(loss=loss, lr=lr, grad_norm=grad_norm, tokens=n_total)
+        where = f"; the last good checkpoint is {self.last_checkpoint}" if self.last_checkpoint else ""
+        raise TrainingError(f"step {self.step + 1}: the loss is {loss} (not finite); stopping{where}")
+    self.scaler.unscale_(self.optimizer)
+    grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm or float("inf")).item()
+    lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
+    self.scaler.step(self.optimizer); self.scaler.update()
+    self.optimizer.zero_grad(set_to_none=True)
+    self.scheduler.step()  # once per optimizer step: equation (3) counts updates
+    self.step += 1
+    if stats[1].item() > 0: self.stop_agreed = self.stop_signal or "a signal on another rank"  # every rank stops here
+    return dict(loss=loss, lr=lr, grad_norm=grad_norm, tokens=n_total)
 
-    @torch.no_grad()
-    def evaluate(self, loader=None) -> dict:
-        "Label-smoothed loss, cross-entropy and perplexity per target token over a validation loader."
-        loader = loader if loader is not None else self.val_loader
-        self.model.eval()
-        pad, sums = self.model.cfg.pad_idx, torch.zeros(3, dtype=torch.float64, device=self.device)
-        for batch in loader:
-            batch = batch.to(self.device)
+
+# %% ../nbs/09_train.ipynb #ded78b89
+@patch
+def evaluate(self: Trainer, loader=None) -> dict:
+    "Label-smoothed loss, cross-entropy and perplexity per target token over a validation loader."
+    loader = loader if loader is not None else self.val_loader
+    self.model.eval()
+    pad, sums = self.model.cfg.pad_idx, torch.zeros(3, dtype=torch.float64, device=self.device)
+    for batch in loader:
+        batch = batch.to(self.device)
+        with torch.no_grad():
             with self.autocast:
                 logits = self.model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
             s, n = self.criterion(logits, batch.tgt_out)
             nll = nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad, reduction="sum")
-            sums += torch.stack([s.double(), nll.double(), n.double()])
-        loss, nll, n = _all_reduce(sums).tolist()
-        self.model.train()
-        if n == 0: raise TrainingError("the validation loader has no target tokens")
-        return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)
+        sums += torch.stack([s.double(), nll.double(), n.double()])
+    loss, nll, n = _all_reduce(sums).tolist()
+    self.model.train()
+    if n == 0: raise TrainingError("the validation loader has no target tokens")
+    return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)
 
-    def state(self) -> dict:
-        "Everything a checkpoint holds (every rank's generator states are gathered: every rank must call it)."
-        rngs = [None] * self.world_size
-        if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
-        else: rngs = [get_rng_state()]
-        return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
-                               scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
-                               data=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
-                               tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
 
-    def save(self) -> Path | None:
-        "Write a checkpoint of the current step (rank 0 writes; every rank must call it)."
-        state = self.state()
-        if self.is_main: self.last_checkpoint = save_checkpoint(state, self.run_dir, self.step, self.cfg.keep_last)
-        self.saved_step = self.step
-        return self.last_checkpoint
+# %% ../nbs/09_train.ipynb #8d5d5f46
+@patch
+def state(self: Trainer) -> dict:
+    "Everything a checkpoint holds (every rank's generator states are gathered: every rank must call it)."
+    rngs = [None] * self.world_size
+    if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
+    else: rngs = [get_rng_state()]
+    return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
+                           scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
+                           data=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
+                           tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
 
-    def resume(self) -> bool:
-        "Continue from the newest intact checkpoint in `run_dir`, if there is one (a warning names each one skipped)."
-        found = newest_checkpoint(self.run_dir) if self.run_dir.is_dir() else None
-        if found is None:
-            if self.is_main: print(f"no checkpoint in {self.run_dir}: starting a new run")
-            return False
-        path, ck, skipped = found
-        if self.is_main:
-            for s in skipped: warn(f"skipped {s}; resuming from {path.name}")
-        if ck["model_config"] != asdict(self.model.cfg):
-            diff = {k: (v, ck["model_config"].get(k)) for k, v in asdict(self.model.cfg).items() if ck["model_config"].get(k) != v}
-            raise TrainingError(f"{path} was trained with another model config (now, checkpoint): {diff}")
-        self.model.load_state_dict(ck["model"])
-        self.optimizer.load_state_dict(ck["optimizer"]); self.scheduler.load_state_dict(ck["scheduler"])
-        self.scaler.load_state_dict(ck["scaler"])
-        self.train_stream.load_state_dict(ck["data"])
-        self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
-        self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
-        if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
-            rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
-        if self.is_main: print(f"resumed from {path} at step {self.step}")
-        return True
 
-    def _log(self, record: dict):
-        if self.is_main: append_record(self.metrics_path, record)
+# %% ../nbs/09_train.ipynb #19deb1e2
+@patch
+def save(self: Trainer) -> Path | None:
+    "Write a checkpoint of the current step (rank 0 writes; every rank must call it)."
+    state = self.state()
+    if self.is_main: self.last_checkpoint = save_checkpoint(state, self.run_dir, self.step, self.cfg.keep_last)
+    self.saved_step = self.step
+    return self.last_checkpoint
 
-    def fit(self) -> dict:
-        "Train until `max_steps` or a signal; returns the last metrics (with 'stopped_by' when interrupted)."
-        cfg = self.cfg
-        if self.step >= cfg.max_steps and self.saved_step == self.step:  # resumed a finished run: nothing to train, log or save
-            if self.is_main: print(f"{self.last_checkpoint}: the run already reached max_steps={cfg.max_steps}; nothing to do", flush=True)
-            return dict(step=self.step, checkpoint=str(self.last_checkpoint), finished=True)
-        if self._rng is not None: set_rng_state(self._rng); self._rng = None
-        handlers = {}
-        def on_signal(signum, frame): self.stop_signal = signal.Signals(signum).name
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM): handlers[sig] = signal.signal(sig, on_signal)
-        bar = None
-        if self.is_main and cfg.progress:
-            from tqdm.auto import tqdm
-            bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
-        stream, last, window = iter(self.train_stream), {}, dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
-        try:
-            while self.step < cfg.max_steps and self.stop_agreed is None:
-                m = self.train_step([next(stream) for _ in range(self.accum)])
-                window["loss"] += m["loss"] * m["tokens"]; window["tokens"] += m["tokens"]; window["steps"] += 1
-                if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
-                    dt = time.perf_counter() - window["t0"]
-                    last = dict(step=self.step, loss=window["loss"] / window["tokens"], lr=m["lr"], grad_norm=m["grad_norm"],
-                                tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), time=time.time())
-                    self._log(last); window = dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
-                    if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
-                if bar: bar.update(1)
-                if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:
-                    v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
-                if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.max_steps: self.save()
-            if self.val_loader is not None and self.stop_agreed is None:
+
+# %% ../nbs/09_train.ipynb #3a6ab086
+@patch
+def resume(self: Trainer) -> bool:
+    "Continue from the newest intact checkpoint in `run_dir`, if there is one (a warning names each one skipped)."
+    found = newest_checkpoint(self.run_dir) if self.run_dir.is_dir() else None
+    if found is None:
+        if self.is_main: print(f"no checkpoint in {self.run_dir}: starting a new run")
+        return False
+    path, ck, skipped = found
+    if self.is_main:
+        for s in skipped: warn(f"skipped {s}; resuming from {path.name}")
+    if ck["model_config"] != asdict(self.model.cfg):
+        diff = {k: (v, ck["model_config"].get(k)) for k, v in asdict(self.model.cfg).items() if ck["model_config"].get(k) != v}
+        raise TrainingError(f"{path} was trained with another model config (now, checkpoint): {diff}")
+    self.model.load_state_dict(ck["model"])
+    self.optimizer.load_state_dict(ck["optimizer"]); self.scheduler.load_state_dict(ck["scheduler"])
+    self.scaler.load_state_dict(ck["scaler"])
+    self.train_stream.load_state_dict(ck["data"])
+    self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
+    self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
+    if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
+        rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
+    if self.is_main: print(f"resumed from {path} at step {self.step}")
+    return True
+
+
+# %% ../nbs/09_train.ipynb #6f117a7c
+@patch
+def _log(self: Trainer, record: dict):
+    if self.is_main: append_record(self.metrics_path, record)
+
+
+# %% ../nbs/09_train.ipynb #44d0ec75
+@patch
+def fit(self: Trainer) -> dict:
+    "Train until `max_steps` or a signal; returns the last metrics (with 'stopped_by' when interrupted)."
+    cfg = self.cfg
+    if self.step >= cfg.max_steps and self.saved_step == self.step:  # resumed a finished run: nothing to train, log or save
+        if self.is_main: print(f"{self.last_checkpoint}: the run already reached max_steps={cfg.max_steps}; nothing to do", flush=True)
+        return dict(step=self.step, checkpoint=str(self.last_checkpoint), finished=True)
+    if self._rng is not None: set_rng_state(self._rng); self._rng = None
+    handlers = {}
+    def on_signal(signum, frame): self.stop_signal = signal.Signals(signum).name
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM): handlers[sig] = signal.signal(sig, on_signal)
+    bar = None
+    if self.is_main and cfg.progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
+    stream, last, window = iter(self.train_stream), {}, dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+    try:
+        while self.step < cfg.max_steps and self.stop_agreed is None:
+            m = self.train_step([next(stream) for _ in range(self.accum)])
+            window["loss"] += m["loss"] * m["tokens"]; window["tokens"] += m["tokens"]; window["steps"] += 1
+            if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
+                dt = time.perf_counter() - window["t0"]
+                last = dict(step=self.step, loss=window["loss"] / window["tokens"], lr=m["lr"], grad_norm=m["grad_norm"],
+                            tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), time=time.time())
+                self._log(last); window = dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+                if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
+            if bar: bar.update(1)
+            if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:
                 v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
-            if self.saved_step != self.step: self.save()
-        finally:
-            if bar: bar.close()
-            for sig, h in handlers.items(): signal.signal(sig, h)
-        if self.stop_agreed is not None:
-            last["stopped_by"] = self.stop_agreed
-            if self.is_main: print(f"stopped by {self.stop_agreed} at step {self.step}; checkpoint {self.last_checkpoint}", flush=True)
-        return dict(last, step=self.step, checkpoint=str(self.last_checkpoint))
+            if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.max_steps: self.save()
+        if self.val_loader is not None and self.stop_agreed is None:
+            v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
+        if self.saved_step != self.step: self.save()
+    finally:
+        if bar: bar.close()
+        for sig, h in handlers.items(): signal.signal(sig, h)
+    if self.stop_agreed is not None:
+        last["stopped_by"] = self.stop_agreed
+        if self.is_main: print(f"stopped by {self.stop_agreed} at step {self.step}; checkpoint {self.last_checkpoint}", flush=True)
+    return dict(last, step=self.step, checkpoint=str(self.last_checkpoint))
+
 
 # %% ../nbs/09_train.ipynb #961208a7
 def max_tokens_for_memory(model: nn.Module, # the model to train, already on its device
