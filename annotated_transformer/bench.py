@@ -20,7 +20,8 @@ from .optim import make_optimizer
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 from .batching import Batch, TokenBatchSampler, collate, padding_fraction
 from .decode import time_decoding
-from .train import HiddenStates, resolve_precision, precision_trial
+from .loss import HiddenStates
+from .precision import resolve_precision, precision_trial
 from .tasks import TASKS
 from .data import default_data_dir
 

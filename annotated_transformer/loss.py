@@ -11,7 +11,7 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['smooth_targets', 'label_smoothed_cross_entropy', 'LabelSmoothingLoss', 'chunked_label_smoothed_cross_entropy',
-           'ChunkedLabelSmoothingLoss']
+           'ChunkedLabelSmoothingLoss', 'HiddenStates']
 
 # %% ../nbs/07_loss.ipynb #b2c4f455
 def smooth_targets(target: Tensor, # class indices (...)
@@ -149,4 +149,16 @@ class ChunkedLabelSmoothingLoss(LabelSmoothingLoss):
         return loss_sum, torch.as_tensor(n_tokens, device=target.device)
 
     def extra_repr(self) -> str: return f"{super().extra_repr()}, chunk_size={self.chunk_size}"
+
+
+# %% ../nbs/07_loss.ipynb #10abdb37
+class HiddenStates(nn.Module):
+    "A model up to its generator: `forward` returns the decoder's hidden states (B, T, D), for the chunked loss."
+    def __init__(self, model: nn.Module): # a `Transformer` (or any model with `encode`, `decode` and `generator`)
+        super().__init__()
+        self.model = model
+
+    def forward(self, src, tgt, src_key_padding_mask=None, tgt_key_padding_mask=None):
+        memory = self.model.encode(src, src_key_padding_mask)  # (B, S, D)
+        return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
 

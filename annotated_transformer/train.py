@@ -4,8 +4,7 @@
 
 # %% ../nbs/09_train.ipynb #f3cd52fc
 from __future__ import annotations
-import contextlib, copy, json, math, os, random, resource, signal, statistics, threading, time
-from typing import Callable
+import contextlib, math, os, random, resource, signal, threading, time
 from dataclasses import asdict, replace
 from pathlib import Path
 import numpy as np
@@ -15,18 +14,16 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from torch.nn.parallel import DistributedDataParallel as DDP
 from .config import TrainConfig
-from .data import default_cache_dir
 from .model import Transformer
 from .optim import make_optimizer_and_scheduler
-from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
+from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
+from .precision import resolve_precision, autocast_for, precision_trial, precision_key
 from .checkpoint import make_checkpoint, CheckpointError, warn, check_writable, save_checkpoint, newest_checkpoint
-from .data import atomic_write
-from .runs import append_record, read_records, rewrite_records, write_run_info, hardware
+from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0
-__all__ = ['NATIVE_BF16_FLAGS', 'resolve_device', 'cpu_flags', 'precision_cache_file', 'resolve_precision', 'autocast_for',
-           'BatchStream', 'TrainingError', 'seed_everything', 'check_ranks_agree', 'get_rng_state', 'set_rng_state',
-           'HiddenStates', 'precision_trial', 'precision_key', 'Trainer', 'max_tokens_for_memory']
+__all__ = ['resolve_device', 'BatchStream', 'TrainingError', 'seed_everything', 'check_ranks_agree', 'get_rng_state',
+           'set_rng_state', 'Trainer', 'max_tokens_for_memory']
 
 # %% ../nbs/09_train.ipynb #6c9de35d
 def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
@@ -35,70 +32,6 @@ def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError(f"device={device!r} but CUDA is not available; use --device cpu or auto")
     return torch.device(f"cuda:{local_rank}") if device == "cuda" else torch.device(device)
-
-NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # x86 CPU flags of native bfloat16 arithmetic
-
-def cpu_flags() -> set[str]:
-    "The CPU's feature flags: `$AT_CPU_FLAGS` when set (space-separated; subprocesses inherit it), else /proc/cpuinfo (Linux); an empty set where they cannot be read."
-    forced = os.environ.get("AT_CPU_FLAGS")
-    if forced is not None: return set(forced.split())
-    try: text = Path("/proc/cpuinfo").read_text()
-    except OSError: return set()
-    line = next((l for l in text.splitlines() if l.startswith(("flags", "Features"))), "")
-    return set(line.partition(":")[2].split())
-
-def precision_cache_file() -> Path:
-    "Where `auto` remembers its trials: `precision.json` in the cache directory (`$AT_CACHE_DIR`, else ~/.cache/annotated_transformer)."
-    return default_cache_dir() / "precision.json"
-
-def _read_precision_cache() -> dict:
-    try: d = json.loads(precision_cache_file().read_text())
-    except (OSError, ValueError): return {}  # none yet, or damaged: measure again
-    return d if isinstance(d, dict) else {}
-
-def _remember_precision(key: str, entry: dict):
-    f = precision_cache_file()
-    try:
-        f.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(f, json.dumps({**_read_precision_cache(), key: entry}, indent=1))
-    except OSError as e: warn(f"could not remember the precision trial in {f}: {e}")  # measured again next time
-
-def resolve_precision(precision: str, # "auto", "fp32", "bf16" or "fp16"
-                      device: torch.device, # where the model runs
-                      trial: Callable[[], dict] | None = None, # times both on a CPU with native bf16: () -> {"fp32": s, "bf16": s}
-                      key: dict | None = None, # what the trial's answer depends on (machine, model, batch): remembered under it
-                     ) -> tuple[str, str]: # (the precision to use, why)
-    "'auto' becomes the faster precision: bf16 on a GPU with native bf16; on a CPU with AMX or AVX-512 BF16, the faster in `trial` (measured once per `key`); else fp32."
-    if precision != "auto": return precision, "as asked"
-    if device.type == "cuda":
-        if torch.cuda.is_bf16_supported(including_emulation=False):
-            return "bf16", f"auto: {torch.cuda.get_device_name(device)} computes bf16 natively"
-        return "fp32", f"auto: {torch.cuda.get_device_name(device)} has no native bf16"
-    if device.type != "cpu": return "fp32", f"auto: fp32 on {device.type}"
-    flags = cpu_flags()
-    if not flags: return "fp32", "auto: the CPU's flags could not be read (no /proc/cpuinfo), fp32 is never slow"
-    native = [f for f in NATIVE_BF16_FLAGS if f in flags]
-    if not native: return "fp32", "auto: the CPU has neither amx_bf16 nor avx512_bf16, so bf16 would be emulated and slower than fp32"
-    has = f"the CPU has {' and '.join(native)}"
-    k = json.dumps(key, sort_keys=True) if key is not None else None
-    seen = _read_precision_cache().get(k) if k else None
-    if seen and seen.get("precision") in ("fp32", "bf16"):
-        return seen["precision"], (f"auto: {has}; a trial on this machine, model and batch size measured bf16 at "
-                                   f"{seen['bf16_vs_fp32']:.2f}x the speed of fp32 (remembered in {precision_cache_file()})")
-    if trial is None: return "fp32", f"auto: {has}, but native bf16 is not always faster and nothing was measured: fp32"
-    t = trial()
-    ratio = t["fp32"] / t["bf16"]  # > 1: bf16 is faster
-    chosen = "bf16" if ratio > 1 else "fp32"
-    if k: _remember_precision(k, dict(precision=chosen, bf16_vs_fp32=round(ratio, 3), seconds=t, time=time.strftime("%Y-%m-%d %H:%M:%S")))
-    return chosen, f"auto: {has}; a trial of both on this model and batch measured bf16 at {ratio:.2f}x the speed of fp32"
-
-def autocast_for(device: torch.device, precision: str):
-    "The autocast context of a resolved precision: none for fp32, bf16 on CPU/GPU, fp16 on GPU only."
-    if precision == "auto": raise ValueError("precision='auto': resolve it first with resolve_precision(precision, device, d_model)")
-    if precision == "fp32": return contextlib.nullcontext()
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError("precision='fp16' needs a CUDA device (fp16 with a grad scaler); use 'bf16' on the CPU")
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
 
 # %% ../nbs/09_train.ipynb #ea8fab13
@@ -172,16 +105,6 @@ def set_rng_state(s: dict):
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
 
 # %% ../nbs/09_train.ipynb #edbcac52
-class HiddenStates(nn.Module):
-    "A model up to its generator: `forward` returns the decoder's hidden states (B, T, D), for the chunked loss."
-    def __init__(self, model: nn.Module): # a `Transformer` (or any model with `encode`, `decode` and `generator`)
-        super().__init__()
-        self.model = model
-
-    def forward(self, src, tgt, src_key_padding_mask=None, tgt_key_padding_mask=None):
-        memory = self.model.encode(src, src_key_padding_mask)  # (B, S, D)
-        return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
-
 @torch.no_grad()
 def _count_tokens(batches, pad_idx) -> int:
     return sum(int((b.tgt_out != pad_idx).sum()) for b in batches)
@@ -189,32 +112,6 @@ def _count_tokens(batches, pad_idx) -> int:
 def _memory_mb(device) -> float:
     if device.type == "cuda": return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-# %% ../nbs/09_train.ipynb #73b06781
-def precision_trial(model: nn.Module, # the model to train (a copy is timed)
-                    batch, # a `Batch` of the run's training data
-                    device: torch.device, # where the run trains
-                    steps: int = 3, # timed steps of each precision (the median is kept), after one untimed each
-                   ) -> dict: # {"fp32": seconds per step, "bf16": seconds per step}
-    "Seconds per training step (forward, chunked loss, backward) of a copy of `model` on `batch` in fp32 and in bf16 autocast."
-    m = copy.deepcopy(model).to(device).train()
-    net, crit, b = HiddenStates(m), ChunkedLabelSmoothingLoss(m.cfg.label_smoothing, m.cfg.pad_idx), batch.to(device)
-    times = dict(fp32=[], bf16=[])
-    with torch.random.fork_rng(devices=[]):  # dropout draws from the generator: the run's stream stays untouched
-        for r in range(steps + 1):
-            for prec in (("fp32", "bf16") if r % 2 == 0 else ("bf16", "fp32")):
-                t0 = time.perf_counter()
-                with autocast_for(device, prec):
-                    s, n = crit(net(b.src, b.tgt_in, b.src_key_padding_mask, b.tgt_key_padding_mask), m.generator, b.tgt_out)
-                s.backward(); m.zero_grad(set_to_none=True)
-                if r: times[prec].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-def precision_key(model: nn.Module, cfg: TrainConfig, loss: str = "chunked") -> dict:
-    "What a precision trial's answer depends on: the CPU, its bf16 flags, torch, threads, the model's config, the token budget."
-    return dict(cpu=hardware()["cpu"], flags=sorted(set(NATIVE_BF16_FLAGS) & cpu_flags()), torch=torch.__version__,
-                threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss)
-
 
 # %% ../nbs/09_train.ipynb #6e34c2b3
 class Trainer:

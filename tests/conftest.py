@@ -55,15 +55,15 @@ NO_NATIVE_BF16 = "fpu sse2 avx2"  # the CPU flags every test process, and every 
 @pytest.fixture(autouse=True)
 def cpu_without_native_bf16(monkeypatch):
     """Every test runs as on a CPU without native bf16, so precision 'auto' is fp32 on any machine and numerical tests do not
-    depend on the CPU kind. It is `$AT_CPU_FLAGS`, which `train.cpu_flags` reads first, so the processes a test starts (torchrun
+    depend on the CPU kind. It is `$AT_CPU_FLAGS`, which `precision.cpu_flags` reads first, so the processes a test starts (torchrun
     and spawned workers, console scripts) see the same CPU (`pytest_configure` sets it for the whole session, before any
     session fixture starts one); tests of 'auto' itself set other flags. Yields the real reader of /proc/cpuinfo."""
-    from annotated_transformer import train
+    from annotated_transformer import precision
     monkeypatch.setenv("AT_CPU_FLAGS", NO_NATIVE_BF16)
     def real():
         with monkeypatch.context() as m:
             m.delenv("AT_CPU_FLAGS", raising=False)
-            return train.cpu_flags()
+            return precision.cpu_flags()
     yield real
 
 @pytest.fixture

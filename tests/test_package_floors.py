@@ -9,8 +9,9 @@ FLOORS = {
     "model": 2, "evalb": 2,
     "decode": 3, "checkpoint": 3, "sentiment": 3,  # one checkpoint format
     "runs": 4, "inference": 4,                     # run records; loading and translating
-    "train": 5,                                    # the Trainer
-    "distributed": 6, "copy_task": 6,
+    "precision": 5,                                # fp32 or bf16, by the machine's flags and a trial
+    "train": 6, "copy_task": 6,                    # the Trainer; the copy tutorial
+    "distributed": 7,
     "tasks": 7,                                    # every task as values, with its data builder
     "evaluation": 8, "bench": 8, "parser": 8,     # bench measures the tasks' models; the parser builds its own data
     "variations": 9,

@@ -1,7 +1,7 @@
 """Precision 'auto': fp32 where bf16 would be emulated, the faster of a timed trial where the CPU has native bf16 (remembered per
 machine and model), bf16 on GPUs with native bf16; said once and recorded in checkpoints; the same in every process a test starts."""
 import json, os, pathlib, subprocess, sys, pytest, torch
-from annotated_transformer import train as T
+from annotated_transformer import train as T, precision as PR
 from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import copy_task_pairs
@@ -21,53 +21,53 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flags", [{"avx2", "fma"}, {"avx512f", "avx512_vnni"}])
 def test_auto_without_native_bf16_is_fp32_without_a_trial(monkeypatch, cache, flags):
-    monkeypatch.setattr(T, "cpu_flags", lambda: flags)
-    chosen, why = T.resolve_precision("auto", CPU, trial=never, key=dict(model=1))
+    monkeypatch.setattr(PR, "cpu_flags", lambda: flags)
+    chosen, why = PR.resolve_precision("auto", CPU, trial=never, key=dict(model=1))
     assert chosen == "fp32" and why.startswith("auto: ") and "amx_bf16" in why and "avx512_bf16" in why  # says what it looked for
     assert not cache.exists()
 
 @pytest.mark.parametrize("flags", [{"avx2", "avx512f", "avx512_bf16"}, {"avx2", "amx_tile", "amx_bf16"}])
 @pytest.mark.parametrize("trial, want", [(BF16_FASTER, "bf16"), (FP32_FASTER, "fp32")])
 def test_auto_with_native_bf16_takes_the_faster_of_the_trial(monkeypatch, cache, flags, trial, want):
-    monkeypatch.setattr(T, "cpu_flags", lambda: flags)
-    chosen, why = T.resolve_precision("auto", CPU, trial=trial, key=dict(model=1))
-    assert chosen == want and any(f in why for f in T.NATIVE_BF16_FLAGS)
+    monkeypatch.setattr(PR, "cpu_flags", lambda: flags)
+    chosen, why = PR.resolve_precision("auto", CPU, trial=trial, key=dict(model=1))
+    assert chosen == want and any(f in why for f in PR.NATIVE_BF16_FLAGS)
     assert ("2.00x" if want == "bf16" else "0.50x") in why  # the measured ratio, bf16 speed / fp32 speed
     # remembered under the key: the next run of the same model on this machine does not measure again ...
     assert json.loads(cache.read_text())[json.dumps(dict(model=1))]["precision"] == want
-    again, why = T.resolve_precision("auto", CPU, trial=never, key=dict(model=1))
+    again, why = PR.resolve_precision("auto", CPU, trial=never, key=dict(model=1))
     assert again == want and "remembered" in why
     # ... but another model (another key) does
-    assert T.resolve_precision("auto", CPU, trial=FP32_FASTER if want == "bf16" else BF16_FASTER, key=dict(model=2))[0] != want
+    assert PR.resolve_precision("auto", CPU, trial=FP32_FASTER if want == "bf16" else BF16_FASTER, key=dict(model=2))[0] != want
 
 def test_auto_with_native_bf16_and_nothing_measured_is_fp32(monkeypatch, cache):
-    monkeypatch.setattr(T, "cpu_flags", lambda: {"avx512_bf16"})
-    chosen, why = T.resolve_precision("auto", CPU)
+    monkeypatch.setattr(PR, "cpu_flags", lambda: {"avx512_bf16"})
+    chosen, why = PR.resolve_precision("auto", CPU)
     assert chosen == "fp32" and "nothing was measured" in why
 
 def test_a_damaged_cache_is_measured_again(monkeypatch, cache):
-    monkeypatch.setattr(T, "cpu_flags", lambda: {"avx512_bf16"})
+    monkeypatch.setattr(PR, "cpu_flags", lambda: {"avx512_bf16"})
     cache.parent.mkdir(parents=True); cache.write_text("{not json")
-    assert T.resolve_precision("auto", CPU, trial=BF16_FASTER, key=dict(model=1))[0] == "bf16"
+    assert PR.resolve_precision("auto", CPU, trial=BF16_FASTER, key=dict(model=1))[0] == "bf16"
     assert json.loads(cache.read_text())[json.dumps(dict(model=1))]["precision"] == "bf16"  # and rewritten whole
 
 def test_auto_without_readable_flags_is_fp32(monkeypatch):
-    monkeypatch.setattr(T, "cpu_flags", lambda: set())  # e.g. macOS or Windows: no /proc/cpuinfo
-    chosen, why = T.resolve_precision("auto", CPU, trial=never)
+    monkeypatch.setattr(PR, "cpu_flags", lambda: set())  # e.g. macOS or Windows: no /proc/cpuinfo
+    chosen, why = PR.resolve_precision("auto", CPU, trial=never)
     assert chosen == "fp32" and "could not be read" in why
 
 def test_explicit_precision_is_kept(monkeypatch):
-    monkeypatch.setattr(T, "cpu_flags", lambda: {"avx2"})
-    for p in ("fp32", "bf16", "fp16"): assert T.resolve_precision(p, CPU, trial=never) == (p, "as asked")
+    monkeypatch.setattr(PR, "cpu_flags", lambda: {"avx2"})
+    for p in ("fp32", "bf16", "fp16"): assert PR.resolve_precision(p, CPU, trial=never) == (p, "as asked")
 
 def test_autocast_refuses_an_unresolved_auto():
-    with pytest.raises(ValueError, match="resolve it first"): T.autocast_for(CPU, "auto")
+    with pytest.raises(ValueError, match="resolve it first"): PR.autocast_for(CPU, "auto")
 
 @pytest.mark.parametrize("native, want", [(True, "bf16"), (False, "fp32")])
 def test_auto_on_cuda_asks_torch(monkeypatch, native, want):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: native)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Some GPU")
-    chosen, why = T.resolve_precision("auto", torch.device("cuda:0"), trial=never)
+    chosen, why = PR.resolve_precision("auto", torch.device("cuda:0"), trial=never)
     assert chosen == want and "Some GPU" in why
 
 def test_cpu_flags_reads_proc_cpuinfo(cpu_without_native_bf16):
@@ -76,13 +76,13 @@ def test_cpu_flags_reads_proc_cpuinfo(cpu_without_native_bf16):
     info = pathlib.Path("/proc/cpuinfo")
     if info.is_file() and "\nflags" in "\n" + info.read_text():
         assert {"fpu", "sse2"} <= got  # every x86-64 CPU has these
-        assert bool(got & set(T.NATIVE_BF16_FLAGS)) == any(f" {f}" in info.read_text() for f in T.NATIVE_BF16_FLAGS)
+        assert bool(got & set(PR.NATIVE_BF16_FLAGS)) == any(f" {f}" in info.read_text() for f in PR.NATIVE_BF16_FLAGS)
 
 def test_cpu_flags_of_the_environment_reach_subprocesses(monkeypatch):
-    code = "from annotated_transformer.train import cpu_flags; print(' '.join(sorted(cpu_flags())))"
+    code = "from annotated_transformer.precision import cpu_flags; print(' '.join(sorted(cpu_flags())))"
     for flags in ("avx2 avx512_bf16", "avx2"):
         monkeypatch.setenv("AT_CPU_FLAGS", flags)
-        assert T.cpu_flags() == set(flags.split())
+        assert PR.cpu_flags() == set(flags.split())
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
         assert set(out) == set(flags.split())
 
@@ -131,7 +131,7 @@ def test_precision_trial_touches_neither_model_nor_generator():
     model = make_model(TransformerConfig.tiny(dropout=0.1))
     batch = next(iter(make_loader(copy_task_pairs(16, vocab_size=16, seed=0), max_tokens=40)))
     before, rng = [p.detach().clone() for p in model.parameters()], torch.get_rng_state()
-    t = T.precision_trial(model, batch, CPU, steps=1)
+    t = PR.precision_trial(model, batch, CPU, steps=1)
     assert set(t) == {"fp32", "bf16"} and all(v > 0 for v in t.values())
     assert torch.equal(torch.get_rng_state(), rng)
     for p, q in zip(before, model.parameters()): assert torch.equal(p, q) and q.grad is None
