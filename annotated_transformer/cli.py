@@ -4,33 +4,27 @@
 
 # %% ../nbs/15_cli.ipynb #6a5bde0a
 from __future__ import annotations
-import argparse, inspect, io, json, math, os, re, shlex, signal, sys, textwrap, threading, time, tokenize, typing
-from dataclasses import asdict, fields, is_dataclass
+import argparse, json, math, os, re, shlex, signal, sys, threading, time, typing
+from dataclasses import asdict, fields
 from pathlib import Path
 import torch
-from .config import TransformerConfig, TrainConfig
+from .config import TransformerConfig, TrainConfig, field_help
 from .rnn import RNNConfig, CELLS, ATTENTIONS
-from .data import read_lines, load_recipe
-from .decode import greedy_decode
-from .copy_task import copy_accuracy
-from .checkpoint import CheckpointError, model_from_config, list_checkpoints, read_checkpoint, newest_checkpoint, check_writable, checkpoint_kind
-from .data import atomic_write
-from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
-from .train import Trainer, TrainingError, seed_everything
-from .distributed import init_distributed, cleanup_distributed
-from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config, build_data
-from .model import count_parameters
+from .data import read_lines, atomic_write
+from .checkpoint import CheckpointError, list_checkpoints, check_writable
+from .train import TrainingError
+from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
-from .evaluation import evaluate_run, run_languages
-from .trees import read_trees
-from .parser import load_parser, parse, parse_gold, build_parsing_data
+from .evaluation import evaluate_run, run_splits, evaluation_summary
+from .parser import load_parser, parse, parse_gold, read_sentences, read_gold
+from .launch import run_task
 from .variations import GridSettings, ROWS, run_grid
-from .bench import BENCHMARKS, DEFAULT_BENCHMARKS, DEFAULT_SHAPES, bench_config, run_benchmarks, print_report
+from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'CHOICES', 'SIGNAL_EXIT', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated',
-           'run_script', 'field_help', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_main',
-           'evaluate_main', 'read_sentences', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
+__all__ = ['USER_ERRORS', 'CHOICES', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated', 'run_script',
+           'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_main', 'evaluate_main', 'parse_main',
+           'variations_parser', 'variations_main', 'bench_main']
 
 # %% ../nbs/15_cli.ipynb #4f53c87f
 def number(kind: type = int, # int or float
@@ -98,20 +92,6 @@ def run_script(prog: str, # the console script's name, e.g. "at-train"
         if old is not None: signal.signal(signal.SIGTERM, old)
 
 # %% ../nbs/15_cli.ipynb #abfed8fa
-def field_help(cls) -> dict[str, str]:
-    "The trailing `# comment` of each field of a dataclass (and of its dataclass bases), read from the source."
-    out = {}
-    for klass in reversed(cls.__mro__):
-        if not is_dataclass(klass): continue
-        try: source = textwrap.dedent(inspect.getsource(klass))
-        except (OSError, TypeError): continue  # no source (e.g. a class typed into a REPL): no help text
-        comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(source).readline)
-                    if t.type == tokenize.COMMENT}
-        for i, line in enumerate(source.splitlines(), 1):
-            m = re.match(r"\s+(\w+)\s*:", line)
-            if m and i in comments and m.group(1) in vars(klass).get("__annotations__", {}): out[m.group(1)] = comments[i]
-    return out
-
 CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
 
 def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
@@ -187,98 +167,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
     out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return (task, *out)
 
-# %% ../nbs/15_cli.ipynb #802cc0c2
-def _report(trainer, spec, tok, val_loader) -> dict:
-    "Print a few outputs of the trained model; on the copy task, its exact-match accuracy on fresh sequences."
-    model = trainer.model
-    if spec.recipe == "copy":
-        acc, batch, out = copy_accuracy(model, n=1000, max_len=spec.copy_max_len, device=trainer.device)
-        for s, o in zip(batch.src[:3].tolist(), out[:3].tolist()):
-            print(f"  src {[t for t in s if t > 2]}\n  out {[t for t in o if t > 2]}")
-        print(f"exact-match accuracy on {len(batch)} fresh sequences: {acc:.1%}")
-        return dict(exact_match=acc, n_eval=len(batch))
-    batch = next(iter(val_loader)).to(trainer.device)
-    out = greedy_decode(model.eval(), batch.src[:3], batch.src_key_padding_mask[:3])
-    for s, o in zip(batch.src[:3].tolist(), out.tolist()):
-        print(f"  src {tok.decode(s)}\n  out {tok.decode(o)}")
-    return {}
-
-def _copy_results(trainer, out: dict, report: dict, seconds: float, cpu_seconds: float) -> Path:
-    "Write `run_dir/results.json` of a copy-task run: accuracy, time, precision and the machine (the README's copy row)."
-    results = dict(task="copy", **report, steps=trainer.step, final_loss=out.get("loss"), train_seconds=round(seconds, 1),
-                   train_cpu_seconds=round(cpu_seconds, 1), precision=trainer.cfg.precision, threads=torch.get_num_threads(),
-                   hardware=hardware(), config=asdict(trainer.model.cfg), checkpoint=out["checkpoint"])
-    path = Path(trainer.cfg.run_dir) / "results.json"
-    atomic_write(path, json.dumps(results, indent=1) + "\n")
-    return path
-
 # %% ../nbs/15_cli.ipynb #0b6fda62
-SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}  # the shell's 128 + signal number
-
-def _closing(trainer, out: dict, report: dict, seconds: float, cpu_seconds: float, results: Path | None = None):
-    "The closing lines of every `at-train` task: time, CPU time, threads, precision, then the final metrics in words."
-    n = torch.get_num_threads()
-    print(f"trained {out.get('step', trainer.step)} steps in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {n} thread{'s' * (n != 1)}, "
-          f"{trainer.cfg.precision}, {trainer.world_size} process{'es' * (trainer.world_size != 1)})")
-    words = [f"training loss {out['loss']:.4f} per target token (label-smoothed)"] if "loss" in out else []
-    if "val_loss" in out:
-        words.append(f"validation loss {out['val_loss']:.4f}, cross-entropy {out['val_nll']:.4f}, perplexity {out['val_ppl']:.2f}")
-    if "exact_match" in report: words.append(f"exact match {report['exact_match']:.1%} on {report['n_eval']} fresh sequences")
-    print("final: " + ("; ".join(words) or "no metrics logged"))
-    print(f"checkpoint {out.get('checkpoint')}" + (f"; results in {results}" if results else ""))
-
-def _resume_point(task: str, tcfg: TrainConfig) -> tuple[Path, dict] | None:
-    "The checkpoint `--resume` continues from, read before anything is touched; one of another task is an error naming both."
-    found = newest_checkpoint(tcfg.run_dir) if Path(tcfg.run_dir).is_dir() else None
-    if found is None: return None
-    path, ck, _ = found
-    was = ck.get("extra", {}).get("task")
-    if was and was != task:
-        raise CheckpointError(f"{path} was written by `at-train {was}`, and this command trains {task}: resume it with "
-                              f"`at-train {was} --resume`, or give {task} another --run-dir")
-    return path, ck
-
 def _train(argv: list[str]) -> int:
     task, mcfg, tcfg, spec = parse_args(argv)
-    command = shlex.join(["at-train", *argv])
-    first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
-    if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
-    try:
-        resume = _resume_point(task, tcfg) if tcfg.resume else None
-        if resume and resume[1].get("step", 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
-            print(f"{resume[0]}: the run already reached step {resume[1]['step']} of --max-steps {tcfg.max_steps}; nothing to do "
-                  "(raise --max-steps to train further)", flush=True)
-            return 0
-        return _train_locked(task, mcfg, tcfg, spec, command, resume[1].get("tokenizer") if resume else None)
-    finally:
-        if first: unlock_run(tcfg.run_dir)
-
-def _train_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
-    info = init_distributed(tcfg.device)
-    try:
-        seed_everything(tcfg.seed)
-        build = build_parsing_data if TASKS[task].kind == "parsing" else build_data
-        data = build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
-        model = model_from_config(data.model_config)  # a Transformer, or the RNN with --model rnn
-        seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
-        trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
-                          extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts))
-        if info.is_main:
-            print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
-                  f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "
-                  f"run dir {tcfg.run_dir}", flush=True)
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = trainer.fit()
-        seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
-        if "stopped_by" in out:  # saved and said so (`fit`); a non-zero status stops `at-train ... && at-evaluate ...`
-            return SIGNAL_EXIT.get(out["stopped_by"], 130)
-        if info.is_main:
-            report = _report(trainer, spec, data.tokenizer, data.valid) if TASKS[task].kind != "parsing" else {}
-            path = _copy_results(trainer, out, report, seconds, cpu_seconds) if spec.recipe == "copy" else None
-            _closing(trainer, out, report, seconds, cpu_seconds, path)
-        return 0
-    finally:
-        cleanup_distributed()
+    return run_task(task, mcfg, tcfg, spec, shlex.join(["at-train", *argv]))
 
 def train_main(argv: list[str] | None = None) -> int:
     "`at-train TASK [--option value ...]`: train any task, the same code under `python` and `torchrun` (DDP)."
@@ -354,55 +246,18 @@ def _evaluate(argv: list[str]) -> int:
     too_many = [n for n in a.average if n > len(paths)]
     if too_many: p.error(f"--average {too_many[0]}: {a.run_dir} keeps {len(paths)} checkpoint{'s' * (len(paths) != 1)}; "
                          f"expected at most {len(paths)}")
-    ck = read_checkpoint(paths[-1])
-    if checkpoint_kind(ck) != "translation":
-        raise CheckpointError(f"{paths[-1]}: not a translation run (no text tokenizer); at-evaluate scores translation runs")
-    spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
-    recipe = a.recipe or spec.get("recipe")
-    if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
-    kw = dict(data_dir=a.data_dir or spec.get("data_dir") or None, src_lang=a.src_lang or src, tgt_lang=a.tgt_lang or tgt)
-    valid = load_recipe(recipe, a.valid or spec.get("valid_split") or "val", **kw)
-    test = load_recipe(recipe, a.test, **kw)
-    task = ck.get("extra", {}).get("task") or (recipe if recipe in TASKS else None)  # recorded by at-train (older runs: the recipe's task)
-    task = task if task in TASKS else None  # a run built by hand: results.json says its command is unknown
+    valid, test, task = run_splits(paths[-1], a.test, a.valid, a.recipe, a.data_dir, a.src_lang, a.tgt_lang)
     t0 = time.perf_counter()
     res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
                        progress=a.progress, save_chosen=a.save_chosen)
-    _evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0)
+    print(evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0))
     return 0
-
-def _evaluation_summary(res: dict, valid, test, out: str, seconds: float):
-    "at-evaluate's closing lines: what was chosen and on what, the test scores in words, where the files are."
-    sel, b, g = res["selection"], res["test_beam"], res["test_greedy"]
-    print(f"chosen: {res['chosen']} (step {sel[res['chosen']]['step']}), the best validation BLEU on {valid.name} {valid.split} "
-          f"({len(valid)} sentences, {res['selected_by'].split(', ')[-1]}): "
-          + ", ".join(f"{n} {s['valid_bleu']:.2f}" for n, s in sel.items()))
-    paper = f", paper-style tokenized BLEU {b['bleu_paper']:.2f}" if "bleu_paper" in b else ""
-    print(f"test {test.name} {test.split} ({len(test)} sentences): BLEU {b['bleu']:.2f} with beam {b['beam_size']}, "
-          f"{g['bleu']:.2f} greedy; chrF {b['chrf']:.2f}{paper}")
-    print(f"  sacreBLEU {b['bleu_signature']}")
-    print(f"wrote results.json, test.beam.txt, test.greedy.txt and metrics.jsonl to {out} ({seconds:.0f} s)")
 
 def evaluate_main(argv: list[str] | None = None) -> int:
     "`at-evaluate RUN_DIR --test SPLIT --out DIR`: choose a checkpoint or average on validation, decode a test split, write results."
     return run_script("at-evaluate", _evaluate, argv)
 
 # %% ../nbs/15_cli.ipynb #38fa2cc6
-def read_sentences(path: str, # a file, or "-" for standard input
-                   max_words: int, # longest sentence the model can take (see `parse_main`)
-                  ) -> list[list[str]]:
-    "Tokenized sentences, one per line; an empty line, invalid UTF-8 or a sentence past the limit is an error naming the line."
-    name = "<stdin>" if path == "-" else path
-    lines = read_lines(path)  # the one reader: a directory, a missing file or invalid UTF-8 is an error naming it
-    if not lines: raise ValueError(f"{name}: no sentences (the file is empty); expected one tokenized sentence per line")
-    out = []
-    for n, line in enumerate(lines, 1):
-        words = line.split()
-        if not words: raise ValueError(f"{name}, line {n}: empty line; expected one tokenized sentence per line")
-        if len(words) > max_words: raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
-        out.append(words)
-    return out
-
 def _parse(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
     p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample)")
@@ -428,11 +283,7 @@ def _parse(argv: list[str]) -> int:
     model, vocab = load_parser(a.checkpoint, device)
     max_words = (model.cfg.max_len - 1) - 3  # the shortest tree of n words, (X XX ... XX )X EOS, must fit the output limit
     if a.gold:
-        golds = read_trees(a.gold)
-        if not golds: raise ValueError(f"{a.gold}: no trees; expected bracketed trees, one per line or .mrg files")
-        long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
-        if long: raise ValueError(f"{a.gold}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
-        r = parse_gold(model, vocab, golds, **kw)
+        r = parse_gold(model, vocab, read_gold(a.gold, max_words), **kw)
         lines = [str(t) for t in r["trees"]]
     else:
         sents = read_sentences(a.input or "-", max_words)
@@ -455,18 +306,14 @@ def parse_main(argv: list[str] | None = None) -> int:
 # %% ../nbs/15_cli.ipynb #e50e1f16
 def variations_parser() -> argparse.ArgumentParser:
     "The options of `at-variations`: the rows, the output directory, and every `GridSettings` field."
-    p = argparse.ArgumentParser(prog="at-variations", description="Train the rows of Table 3 (scaled down) on Multi30k and write table3.csv.")
+    p = argparse.ArgumentParser(prog="at-variations", formatter_class=_HelpFormatter, description="Train the rows of Table 3 (scaled down) on Multi30k and write table3.csv.")
     p.add_argument("--rows", nargs="*", default=None, help=f"rows to run (default: all): {', '.join(ROWS)}")
     p.add_argument("--out", required=True, help="output directory, e.g. results/variations/cpu-600")
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="data directory (default: ./shared/data or $AT_DATA_DIR)")
     p.add_argument("--run-root", "--run_root", dest="run_root", default=None, help="scratch run directories (default OUT/runs)")
     p.add_argument("--keep-runs", "--keep_runs", dest="keep_runs", action="store_true", help="keep each row's checkpoint")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    for k, v in asdict(GridSettings()).items():
-        names = dict.fromkeys([f"--{k.replace('_', '-')}", f"--{k}"])
-        if isinstance(v, bool): p.add_argument(*names, dest=k, action=argparse.BooleanOptionalAction, default=v)
-        elif isinstance(v, (int, float)): p.add_argument(*names, dest=k, type=number(type(v), 0), default=v)
-        else: p.add_argument(*names, dest=k, type=type(v), default=v)
+    _add_fields(p, GridSettings(), set())  # every field an option, as at-train's; GridSettings checks the values
     return p
 
 def _variations(argv: list[str]) -> int:
@@ -530,26 +377,12 @@ def _run_bench(argv: list[str]) -> int:
     ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     a = ap.parse_args(argv)
     check_output(ap, "--out", a.out)
-    presets = [p for p in a.presets.split(",") if p]
-    if not presets: ap.error(f"--presets {a.presets!r}: expected comma-separated model sizes (tiny, multi30k, base, big)")
-    for p in presets:
-        try: bench_config(p)  # fails early on an unknown preset
-        except ValueError as e: ap.error(f"--presets: {e}")
-    precisions = tuple(x for x in a.precisions.split(",") if x)
-    if not precisions or set(precisions) - {"fp32", "bf16"}: ap.error(f"--precisions {a.precisions!r}: expected fp32, bf16 or fp32,bf16")
-    try: dev = torch.device(a.device)
-    except RuntimeError: ap.error(f"--device {a.device!r}: expected cpu, cuda or cuda:N")
-    add_compile = a.compile if a.compile is not None else (dev.type == "cuda" and a.benchmarks is None)
-    benchmarks = tuple(b for b in (a.benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
-    benchmarks += ("compile",) if add_compile and "compile" not in benchmarks else ()
-    unknown = sorted(set(benchmarks) - set(BENCHMARKS))
-    if unknown: ap.error(f"--benchmarks: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
-    if dev.type == "cuda" and not torch.cuda.is_available(): ap.error(f"--device {a.device}: CUDA is not available")
+    try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, a.device, a.compile,
+                                                              a.batch_size, a.src_len)
+    except ValueError as e: ap.error(as_option(e))
     if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
-    out = Path(a.out or f"results/bench/{dev.type}.json")
+    out = Path(a.out or f"results/bench/{torch.device(a.device).type}.json")
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
-    shapes = {p: ((a.batch_size or DEFAULT_SHAPES[(dev.type, p)][0]), (a.src_len or DEFAULT_SHAPES[(dev.type, p)][1]))
-              for p in presets}
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions)

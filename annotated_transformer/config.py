@@ -4,11 +4,11 @@
 
 # %% ../nbs/00_config.ipynb #28e5aed8
 from __future__ import annotations
-import functools, math, types, typing
-from dataclasses import dataclass, fields
+import functools, inspect, io, math, re, textwrap, tokenize, types, typing
+from dataclasses import dataclass, fields, is_dataclass
 
 # %% auto #0
-__all__ = ['check_types', 'TransformerConfig', 'TrainConfig', 'config_from_dict']
+__all__ = ['check_types', 'TransformerConfig', 'TrainConfig', 'config_from_dict', 'field_help']
 
 # %% ../nbs/00_config.ipynb #bf902ac9
 def _fits(v, tp) -> bool:
@@ -145,3 +145,19 @@ def config_from_dict(cls, d: dict):
     unknown = sorted(set(d) - names)
     if unknown: raise ValueError(f"unknown {cls.__name__} fields {unknown}; known: {sorted(names)}")
     return cls(**d)
+
+# %% ../nbs/00_config.ipynb #9c5fca93
+def field_help(cls) -> dict[str, str]:
+    "The trailing `# comment` of each field of a dataclass (and of its dataclass bases), read from the source."
+    out = {}
+    for klass in reversed(cls.__mro__):
+        if not is_dataclass(klass): continue
+        try: source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError): continue  # no source (e.g. a class typed into a REPL): no help text
+        comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT}
+        for i, line in enumerate(source.splitlines(), 1):
+            m = re.match(r"\s+(\w+)\s*:", line)
+            if m and i in comments and m.group(1) in vars(klass).get("__annotations__", {}): out[m.group(1)] = comments[i]
+    return out
+

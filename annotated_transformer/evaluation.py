@@ -9,17 +9,17 @@ from dataclasses import asdict
 from pathlib import Path
 import torch
 import sacrebleu
-from .data import Corpus, SubwordTokenizer, RECIPES
+from .data import Corpus, SubwordTokenizer, RECIPES, load_recipe
 from .model import Transformer, count_parameters
-from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, write_checkpoint
+from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, write_checkpoint, checkpoint_kind
 from .data import atomic_write
 from .runs import training_summary, hardware
 from .inference import translate, bleu_scores, load_translator
-from .tasks import task_preset, ModelSpec
+from .tasks import TASKS, task_preset, ModelSpec
 
 # %% auto #0
 __all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'train_command',
-           'evaluate_run', 'write_result_set']
+           'evaluate_run', 'write_result_set', 'run_splits', 'evaluation_summary']
 
 # %% ../nbs/11_translation.ipynb #32802a0c
 def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
@@ -171,3 +171,39 @@ def write_result_set(out: str | Path, # the output directory (created if missing
             for name in files: os.replace(stage / name, out / name)
         finally: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     finally: shutil.rmtree(stage, ignore_errors=True)
+
+# %% ../nbs/11_translation.ipynb #d7fe998c
+def run_splits(checkpoint: str | Path, # the newest checkpoint of the run
+               test: str, valid: str | None = None, # split names (valid: the run's validation split)
+               recipe: str | None = None, data_dir: str | None = None, # each None: what the run recorded
+               src_lang: str | None = None, tgt_lang: str | None = None,
+              ) -> tuple[Corpus, Corpus, str | None]: # validation split, test split, the task at-train recorded
+    "The splits at-evaluate chooses and reports on, from what a run's checkpoint records; each argument overrides it."
+    ck = read_checkpoint(checkpoint)
+    if checkpoint_kind(ck) != "translation":
+        raise CheckpointError(f"{checkpoint}: not a translation run (no text tokenizer); at-evaluate scores translation runs")
+    spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
+    recipe = recipe or spec.get("recipe")
+    if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
+    kw = dict(data_dir=data_dir or spec.get("data_dir") or None, src_lang=src_lang or src, tgt_lang=tgt_lang or tgt)
+    splits = load_recipe(recipe, valid or spec.get("valid_split") or "val", **kw), load_recipe(recipe, test, **kw)
+    task = ck.get("extra", {}).get("task") or (recipe if recipe in TASKS else None)  # recorded by at-train (older runs: the recipe's task)
+    return (*splits, task if task in TASKS else None)  # a run built by hand: results.json says its command is unknown
+
+def evaluation_summary(res: dict, # what `evaluate_run` returned
+                       valid: Corpus, test: Corpus, out: str | Path, # its splits and output directory
+                       seconds: float, # how long it took
+                      ) -> str:
+    "at-evaluate's closing lines: what was chosen and on what, the test scores in words, where the files are."
+    lines = []
+    sel, b, g = res["selection"], res["test_beam"], res["test_greedy"]
+    lines.append(f"chosen: {res['chosen']} (step {sel[res['chosen']]['step']}), the best validation BLEU on {valid.name} {valid.split} "
+                 f"({len(valid)} sentences, {res['selected_by'].split(', ')[-1]}): "
+                 + ", ".join(f"{n} {s['valid_bleu']:.2f}" for n, s in sel.items()))
+    paper = f", paper-style tokenized BLEU {b['bleu_paper']:.2f}" if "bleu_paper" in b else ""
+    lines.append(f"test {test.name} {test.split} ({len(test)} sentences): BLEU {b['bleu']:.2f} with beam {b['beam_size']}, "
+                 f"{g['bleu']:.2f} greedy; chrF {b['chrf']:.2f}{paper}")
+    lines.append(f"  sacreBLEU {b['bleu_signature']}")
+    lines.append(f"wrote results.json, test.beam.txt, test.greedy.txt and metrics.jsonl to {out} ({seconds:.0f} s)")
+    return "\n".join(lines)
+

@@ -9,13 +9,13 @@ from collections import Counter
 from pathlib import Path
 import torch
 from .model import Transformer, count_parameters
-from .data import SubwordTokenizer
+from .data import SubwordTokenizer, read_lines
 from .decode import greedy_decode, beam_search, DecodingConstraint
 from .attention import padding_mask
 from .checkpoint import CheckpointError, load_checkpoint, load_model
 from .data import atomic_write
 from .runs import training_summary, hardware, active_seconds
-from .trees import Tree, linearize, delinearize, recipe_trees
+from .trees import Tree, linearize, delinearize, recipe_trees, read_trees
 from .evalb import evalb, with_tags
 from dataclasses import replace
 from .config import TransformerConfig, TrainConfig
@@ -24,7 +24,7 @@ from .tasks import DataSpec, TaskData
 
 # %% auto #0
 __all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'parse_gold',
-           'evaluate_parsing_run', 'evaluate_decoding']
+           'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/13b_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -183,6 +183,33 @@ def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:
     for _, r in res: counts.update(r)
     return dict(scores=evalb(golds, trees), seconds=seconds, sentences=len(golds), repaired=n_repaired, repair_counts=dict(counts),
                 trees=[t for t, _ in res], repairs=[r for _, r in res])
+
+# %% ../nbs/13b_parser.ipynb #f99a64ab
+def read_sentences(path: str, # a file, or "-" for standard input
+                   max_words: int, # longest sentence the model can take (see `parse_main` in the command line)
+                  ) -> list[list[str]]:
+    "Tokenized sentences, one per line; an empty line, invalid UTF-8 or a sentence past the limit is an error naming the line."
+    name = "<stdin>" if path == "-" else path
+    lines = read_lines(path)  # the one reader: a directory, a missing file or invalid UTF-8 is an error naming it
+    if not lines: raise ValueError(f"{name}: no sentences (the file is empty); expected one tokenized sentence per line")
+    out = []
+    for n, line in enumerate(lines, 1):
+        words = line.split()
+        if not words: raise ValueError(f"{name}, line {n}: empty line; expected one tokenized sentence per line")
+        if len(words) > max_words: raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
+        out.append(words)
+    return out
+
+def read_gold(path: str | Path, # bracketed trees, one per line, or a directory of .mrg files
+              max_words: int, # longest sentence the model can take
+             ) -> list[Tree]:
+    "Gold trees whose words the parser is to parse; none, or a sentence past the limit, is an error naming the tree."
+    golds = read_trees(path)
+    if not golds: raise ValueError(f"{path}: no trees; expected bracketed trees, one per line or .mrg files")
+    long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
+    if long: raise ValueError(f"{path}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
+    return golds
+
 
 # %% ../nbs/13b_parser.ipynb #5e86b9ef
 def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory

@@ -155,11 +155,11 @@ class GridSettings:
     width: int = 4  # d_model, d_ff, d_k divided by this
     depth: int = 2  # N divided by this
     norm_first: bool = True  # pre-norm (see the mapping section)
-    max_len: int = 256
+    max_len: int = 256  # longest sequence the positional table covers
     beam_size: int = 4  # dev BLEU decoding (1 = greedy)
-    alpha: float = 0.6
-    seed: int = 0
-    device: str = "cpu"
+    alpha: float = 0.6  # length penalty of dev decoding (§6.1: 0.6)
+    seed: int = 0  # seeds data order and initialization
+    device: str = "cpu"  # "cpu", "cuda" or "auto"
     precision: str = "auto"  # fp32 where bf16 is emulated or slower (a trial decides where it is native), as at-train
     n_train: int = 0  # first n training pairs (0: all)
     n_valid: int = 0  # first n dev pairs (0: all)

@@ -1,6 +1,7 @@
-"The benchmark harness of nbs/14_benchmarks: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
+"The benchmark harness of nbs/14_benchmarks and the suite of nbs/14a_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
 import json, math, pytest, torch
-from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, peak_tflops, bench_mfu, bench_memory, BENCHMARKS, bench_compile, bench_loss, bench_adam, bench_decode, matmul_tflops, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
+from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, bench_compile, bench_loss, bench_adam, bench_decode, matmul_tflops
+from annotated_transformer.suite import peak_tflops, bench_mfu, bench_memory, BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
 from annotated_transformer.cli import bench_main
 from annotated_transformer.decode import greedy_decode, beam_search
 from annotated_transformer.attention import padding_mask

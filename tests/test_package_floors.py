@@ -14,7 +14,8 @@ FLOORS = {
     "distributed": 7,
     "tasks": 7,                                    # every task as values, with its data builder
     "evaluation": 8, "bench": 8, "parser": 8,     # bench measures the tasks' models; the parser builds its own data
-    "variations": 9,
+    "variations": 9, "suite": 9,                  # suite runs every benchmark of bench
+    "launch": 9,                                   # what at-train does: data, model, Trainer, report
     "cli": 10,                                     # every console script
 }
 

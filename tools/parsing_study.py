@@ -12,7 +12,7 @@ import torch
 from annotated_transformer.parser import evaluate_decoding, load_parser, TreeConstraint
 from annotated_transformer.trees import ptb_trees, delinearize
 from annotated_transformer.evalb import evalb, with_tags
-from annotated_transformer.cli import read_sentences
+from annotated_transformer.parser import read_sentences
 from annotated_transformer.attention import padding_mask
 from annotated_transformer.decode import beam_search, greedy_decode, score_hypothesis
 from annotated_transformer.runs import hardware
