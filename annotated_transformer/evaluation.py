@@ -5,7 +5,6 @@
 # %% ../nbs/11_translation.ipynb #58a05aa9
 from __future__ import annotations
 import functools, json, os, re, shutil, signal, sys, time
-from dataclasses import asdict
 from pathlib import Path
 import torch
 import sacrebleu
@@ -15,11 +14,10 @@ from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, aver
 from .data import atomic_write
 from .runs import training_summary, hardware
 from .inference import translate, bleu_scores, load_translator
-from .tasks import TASKS, task_preset, ModelSpec
 
 # %% auto #0
-__all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'train_command',
-           'evaluate_run', 'write_result_set', 'run_splits', 'evaluation_summary']
+__all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'evaluate_run',
+           'write_result_set', 'run_splits', 'evaluation_summary']
 
 # %% ../nbs/11_translation.ipynb #32802a0c
 def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
@@ -86,27 +84,6 @@ def run_languages(ckpt: dict) -> tuple[str | None, str | None]:
     default = getattr(RECIPES.get(spec.get("recipe")), "langs", (None, None))
     return spec.get("src_lang") or default[0], spec.get("tgt_lang") or default[1]
 
-# %% ../nbs/11_translation.ipynb #f24660b0
-def train_command(ckpt: dict, task: str | None = "multi30k") -> str:
-    "The `at-train` command line that gives a checkpoint's settings: its differences from the task preset (None: no task known)."
-    if task is None: return "unknown: the run was not started by at-train (it records no task)"
-    parts = ["at-train", task]
-    saved = [ckpt["model_config"], ckpt["train_config"], ckpt.get("extra", {}).get("data", {})]
-    if saved[0].get("model") == "rnn":  # the RNN baseline: --model rnn and its ModelSpec options
-        spec, m = ModelSpec(), saved[0]
-        parts += ["--model", "rnn"]
-        for k, f in (("cell", "rnn_cell"), ("attention", "rnn_attention"), ("bidirectional", "rnn_bidirectional"), ("window", "rnn_window")):
-            if k in m and m[k] != getattr(spec, f):
-                parts += [f"--{f}" if m[k] is True else f"--no-{f}"] if isinstance(m[k], bool) else [f"--{f}", str(m[k])]
-    for preset, s in zip(task_preset(task), saved):  # the task `at-train` recorded
-        for k, v in asdict(preset).items():
-            if k in ("src_vocab_size", "tgt_vocab_size", "resume", "progress") or k not in s or s[k] == v: continue
-            new = s[k]
-            if isinstance(new, bool): parts.append(f"--{k}" if new else f"--no-{k}")
-            elif isinstance(new, (list, tuple)): parts += [f"--{k}", *map(str, new)]
-            else: parts += [f"--{k}", str(new)]
-    return " ".join(parts)
-
 # %% ../nbs/11_translation.ipynb #fa423877
 def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints, metrics.jsonl, tokenizer/)
                  valid: Corpus, test: Corpus, # choose on `valid`, report on `test`
@@ -114,7 +91,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  average: tuple[int, ...] = (3, 5), # candidate averages of the last n checkpoints
                  beam_size: int = 4, alpha: float = 0.6, # test decoding (§6.1)
                  select_beam: int = 1, # beam used to score the candidates on `valid`
-                 task: str | None = "multi30k", # the task at-train recorded (for the command line; None: not an at-train run)
+                 task: str | None = None, # the task at-train recorded (None: not an at-train run)
                  batch_size: int = 64, # sentences per batch
                  progress: bool = False, # a progress bar on stderr for every decoding pass
                  save_chosen: str | Path | None = None, # also write the chosen checkpoint (or average) here
@@ -145,7 +122,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                direction=f"{src_lang}-{lang}",
                parameters=count_parameters(model), steps=last["step"], model_config=last["model_config"],
                train_config=last["train_config"], precision=last["train_config"]["precision"],
-               command=train_command(last, task), training=training, hardware=hardware())
+               command=last.get("extra", {}).get("command") or "unknown: the run records no at-train command line", training=training, hardware=hardware())
     write_result_set(out, {"test.beam.txt": "".join(h + "\n" for h in beam["hyps"]),
                            "test.greedy.txt": "".join(h + "\n" for h in greedy["hyps"]),
                            "metrics.jsonl": metrics, "results.json": json.dumps(res, indent=1) + "\n"})
@@ -187,8 +164,7 @@ def run_splits(checkpoint: str | Path, # the newest checkpoint of the run
     if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
     kw = dict(data_dir=data_dir or spec.get("data_dir") or None, src_lang=src_lang or src, tgt_lang=tgt_lang or tgt)
     splits = load_recipe(recipe, valid or spec.get("valid_split") or "val", **kw), load_recipe(recipe, test, **kw)
-    task = ck.get("extra", {}).get("task") or (recipe if recipe in TASKS else None)  # recorded by at-train (older runs: the recipe's task)
-    return (*splits, task if task in TASKS else None)  # a run built by hand: results.json says its command is unknown
+    return (*splits, ck.get("extra", {}).get("task"))  # None: a run built by hand (results.json says so)
 
 def evaluation_summary(res: dict, # what `evaluate_run` returned
                        valid: Corpus, test: Corpus, out: str | Path, # its splits and output directory
