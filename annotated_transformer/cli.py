@@ -180,7 +180,7 @@ def train_main(argv: list[str] | None = None) -> int:
 def _translate(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).")
     p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory written by the trainer")
-    p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: inside the checkpoint, else beside it)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the one stored inside the checkpoint)")
     p.add_argument("--input", default="-", help="source file, one sentence per line (default: stdin)")
     p.add_argument("--output", default="-", help="where translations go, one per input line (default: stdout)")
     p.add_argument("--reference", default=None, help="reference file: report BLEU, chrF and tokenized lowercased BLEU on stderr")

@@ -273,7 +273,7 @@ class SubwordTokenizer:
         return cls.train([*corpus.src, *corpus.tgt], **kw)
 
     def save(self, directory: str | Path) -> Path:
-        "Write `spm.model` and `tokenizer.json` into `directory` (e.g. beside a checkpoint)."
+        "Write `spm.model` and `tokenizer.json` into `directory` (e.g. for `at-translate --tokenizer DIR`)."
         d = Path(directory); d.mkdir(parents=True, exist_ok=True)
         atomic_write(d / self.meta_file, json.dumps(self.meta, indent=1))
         atomic_write(d / self.model_file, self.model_proto)  # last: a tokenizer directory is complete once spm.model is there

@@ -85,7 +85,7 @@ def run_languages(ckpt: dict) -> tuple[str | None, str | None]:
     return spec.get("src_lang") or default[0], spec.get("tgt_lang") or default[1]
 
 # %% ../nbs/11_translation.ipynb #fa423877
-def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints, metrics.jsonl, tokenizer/)
+def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints, metrics.jsonl, run.json)
                  valid: Corpus, test: Corpus, # choose on `valid`, report on `test`
                  out_dir: str | Path, # results.json, test hypotheses and metrics.jsonl go here
                  average: tuple[int, ...] = (3, 5), # candidate averages of the last n checkpoints

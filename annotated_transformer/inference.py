@@ -17,11 +17,11 @@ from .checkpoint import CheckpointError, load_checkpoint, upgrade_checkpoint, lo
 
 # %% auto #0
 __all__ = ['load_translator', 'encode_sources', 'translate', 'bleu_scores', 'attention_maps', 'plot_attention',
-           'plot_attention_lines']
+           'plot_attention_lines', 'attention_record']
 
 # %% ../nbs/08b_inference.ipynb #6bd48622
 def load_translator(ckpt: dict | str | Path, # a checkpoint: loaded, a file, or a run directory (its newest intact one)
-                    tokenizer_dir: str | Path | None = None, # default: inside the checkpoint, else beside it
+                    tokenizer_dir: str | Path | None = None, # default: the one inside the checkpoint
                     device: str | torch.device = "cpu",
                    ) -> tuple[nn.Module, SubwordTokenizer]: # the model in eval mode and its tokenizer
     "The model and tokenizer of a translation checkpoint, checking that their vocabularies match."
@@ -29,16 +29,14 @@ def load_translator(ckpt: dict | str | Path, # a checkpoint: loaded, a file, or 
     where = "checkpoint" if path is None else str(path)
     ckpt = upgrade_checkpoint(ckpt) if path is None else load_checkpoint(path)
     cfg, state = ckpt["model_config"], ckpt.get("tokenizer")
-    beside = None if path is None else (path if path.is_dir() else path.parent)
     if checkpoint_kind(ckpt) == "parsing":
         raise CheckpointError(f"{where}: a parser's checkpoint (trees, not text); parse with at-parse")
     if tokenizer_dir is not None:
         try: tok, tw = SubwordTokenizer.load(tokenizer_dir), str(tokenizer_dir)
         except RuntimeError: raise CheckpointError(f"{Path(tokenizer_dir) / SubwordTokenizer.model_file}: not a sentencepiece model; expected the tokenizer directory of the run") from None
     elif state is not None: tok, tw = SubwordTokenizer.from_state_dict(state), f"{where} (embedded)"
-    elif beside is not None and (beside / SubwordTokenizer.model_file).is_file(): tok, tw = SubwordTokenizer.load(beside), str(beside)
-    else: raise CheckpointError(f"{where}: no tokenizer inside the checkpoint and no {SubwordTokenizer.model_file} beside it (a run "
-                                "on token ids, like the copy task, cannot translate text); pass the run's tokenizer directory (--tokenizer DIR)")
+    else: raise CheckpointError(f"{where}: no tokenizer inside the checkpoint (a run on token ids, like the copy task, cannot "
+                                "translate text; a checkpoint from before tokenizers were stored: pass its run's tokenizer directory, --tokenizer DIR)")
     if tok.vocab_size != cfg["src_vocab_size"] or tok.vocab_size != cfg["tgt_vocab_size"]:
         raise CheckpointError(f"vocabulary mismatch: the tokenizer at {tw} has {tok.vocab_size} pieces but the model in {where} "
                               f"has src_vocab_size={cfg['src_vocab_size']}, tgt_vocab_size={cfg['tgt_vocab_size']}; "
@@ -165,3 +163,32 @@ def plot_attention_lines(model: Transformer, src: list[int], tgt: list[int], kin
     ax.set_ylim(-0.7, 1.8); ax.axis("off")
     ax.set_title(f"{kind} attention, layer {layer % len(model.decoder.layers)}, heads {heads}: queries (top) -> keys (bottom)", fontsize=9)
     return fig
+
+# %% ../nbs/08b_inference.ipynb #f4b3f4e6
+def _round_rows(w: torch.Tensor, # (..., Tk) attention weights, each row summing to 1
+                scale: int) -> list: # nested lists of ints, each row summing to `scale`
+    "Integers out of `scale` with each row's sum kept exact (largest remainder)."
+    x = w.double() * scale
+    base = x.floor()
+    short = (scale - base.sum(-1, keepdim=True)).round().long()  # units each row still needs
+    rank = (x - base).argsort(-1, descending=True).argsort(-1)  # 0 for the largest remainder
+    return (base.long() + (rank < short).long()).tolist()
+
+@torch.no_grad()
+def attention_record(model: Transformer, tokenizer: SubwordTokenizer, source: str, # one source sentence
+                     beam_size: int = 4, alpha: float = 0.6, # the translation, as `translate` makes it (§6.1)
+                     scale: int = 1000, # weights are stored as integers out of this
+                    ) -> dict: # source, translation, tokens and {"encoder", "self", "cross"}: [layer][head][query][key]
+    "The model's translation of one sentence and every attention weight that produced it."
+    if not source.strip(): raise ValueError("source: empty; expected a sentence")
+    model.eval()
+    dev = next(model.parameters()).device
+    src = encode_sources(tokenizer, [source], model.cfg.max_len, "error")[0]
+    hyp = beam_search(model, torch.tensor([src], device=dev), None, beam_size, alpha)[0][0].tokens
+    out = [t for t in hyp if t != model.cfg.eos_idx]
+    tgt = [model.cfg.bos_idx] + out  # the decoder's inputs: the query at position i predicts token i + 1 (EOS last)
+    maps = attention_maps(model, src, tgt)
+    piece = tokenizer.sp.id_to_piece
+    return dict(source=source, translation=tokenizer.decode(out), src_tokens=[piece(i) for i in src],
+                tgt_tokens=[piece(i) for i in tgt], scale=scale,
+                attention={k: [_round_rows(w, scale) for w in v] for k, v in maps.items()})

@@ -85,7 +85,6 @@ def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfi
     if spec.n_valid: dev_ids = dev_ids[:spec.n_valid]
     counts = dict(train_trees=len(train), train_too_long=dropped, dev_trees=len(dev), dev_too_long=dev_dropped,
                   src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
-    if rank == 0 and tokenizer_state is None: vocab.src.save(Path(tcfg.run_dir) / "tokenizer")
     mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
     return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
                     make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 import copy as _copy
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 import torch.distributed as dist
 from .config import TransformerConfig, TrainConfig
 from .data import load_recipe, copy_task_pairs, encode_pairs, SubwordTokenizer
@@ -136,9 +135,6 @@ class TaskData:
     model_config: TransformerConfig | RNNConfig  # the task's model config with the vocabulary sizes of `tokenizer`
     counts: dict = field(default_factory=dict)  # what was read and dropped (parsing)
 
-def _barrier():
-    if dist.is_available() and dist.is_initialized(): dist.barrier()
-
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                tokenizer_state: dict | None = None, # a resumed run's tokenizer, from its checkpoint: reused, not retrained
               ) -> TaskData:
@@ -155,13 +151,11 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
         langs = dict(src_lang=spec.src_lang or None, tgt_lang=spec.tgt_lang or None)
         train = load_recipe(spec.recipe, "train", data_dir, download=spec.download, **langs)
         val = load_recipe(spec.recipe, spec.valid_split, data_dir, download=spec.download, **langs)
-        tok_dir = Path(tcfg.run_dir) / "tokenizer"
-        if tokenizer_state is not None: tok = SubwordTokenizer.from_state_dict(tokenizer_state)
-        else:
-            if rank == 0:
-                tok = SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size); tok.save(tok_dir)
-            _barrier()
-            if rank != 0: tok = SubwordTokenizer.load(tok_dir)
+        if tokenizer_state is None:  # rank 0 trains it; under DDP the others receive it (it is stored in every checkpoint)
+            state = [SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size).state_dict() if rank == 0 else None]
+            if dist.is_available() and dist.is_initialized(): dist.broadcast_object_list(state, src=0)
+            tokenizer_state = state[0]
+        tok = SubwordTokenizer.from_state_dict(tokenizer_state)
         train_ids = encode_pairs(train, tok, max_len=mcfg.max_len)
         val_ids = encode_pairs(val, tok, max_len=mcfg.max_len)
         if spec.n_valid: val_ids = val_ids[:spec.n_valid]

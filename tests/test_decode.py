@@ -3,7 +3,7 @@ import random, subprocess, sys
 from dataclasses import asdict
 from pathlib import Path
 import pytest
-from annotated_transformer.checkpoint import CheckpointError
+from annotated_transformer.checkpoint import CheckpointError, save_model
 from annotated_transformer.cli import translate_main
 import torch
 from annotated_transformer.config import TransformerConfig
@@ -109,8 +109,8 @@ def run_dir(tmp_path_factory):
     cfg = TransformerConfig.tiny(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, max_len=32)
     torch.manual_seed(0)
     d = tmp_path_factory.mktemp("run")
-    torch.save({"model": make_model(cfg).state_dict(), "config": asdict(cfg)}, d / "checkpoint.pt")
-    tok.save(d)
+    save_model(make_model(cfg), d / "checkpoint.pt", tokenizer=tok.state_dict())  # one file: weights, config, tokenizer
+    tok.save(d / "tokenizer")  # the same tokenizer as a directory, for --tokenizer
     return d
 
 def at_translate(*args, stdin=None):
@@ -156,10 +156,16 @@ def test_vocab_mismatch_is_refused(run_dir, tmp_path, cli):
     r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--tokenizer", tmp_path, stdin="a b\n")
     assert r.returncode != 0 and "vocabulary mismatch" in r.stderr
 
-def test_missing_checkpoint_or_tokenizer(run_dir, tmp_path):
+def test_missing_checkpoint_or_tokenizer(run_dir, tmp_path, cli):
     with pytest.raises(CheckpointError, match="checkpoint not found"): load_translator(tmp_path / "nope.pt")
-    (tmp_path / "ck.pt").write_bytes((run_dir / "checkpoint.pt").read_bytes())
-    with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint"): load_translator(tmp_path / "ck.pt")
+    # a checkpoint of the first format (weights and config, no tokenizer inside) is read, with its run's tokenizer named
+    model, _ = load_translator(run_dir / "checkpoint.pt")
+    torch.save({"model": model.state_dict(), "config": asdict(model.cfg)}, tmp_path / "old.pt")
+    with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint.*--tokenizer DIR"): load_translator(tmp_path / "old.pt")
+    old, tok = load_translator(tmp_path / "old.pt", run_dir / "tokenizer")
+    assert translate(old, tok, ["a b c"]) == translate(model, tok, ["a b c"])
+    r = cli(translate_main, "--checkpoint", tmp_path / "old.pt", stdin="a b\n")
+    assert r.returncode == 1 and "--tokenizer DIR" in r.stderr
 
 def test_attention_axes_labelled_with_right_tokens(run_dir):
     import matplotlib; matplotlib.use("Agg")

@@ -56,3 +56,24 @@ def test_nccl_two_gpus_run_copy(tmp_path):
                         "--run_dir", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "latest").is_file()
+
+
+def _tokenizer_of_this_rank(data_dir: str, run_dir: str):
+    "Under a process group: build the translation task's data as at-train does; the tokenizer each rank ends up with."
+    from annotated_transformer.tasks import task_preset, build_data
+    from annotated_transformer.distributed import init_distributed
+    info = init_distributed("cpu")
+    m, t, d = task_preset("multi30k")
+    d.data_dir, d.download, d.vocab_size, t.run_dir = data_dir, False, 320, run_dir
+    data = build_data(d, m, t, info.rank, info.world_size)
+    return dict(rank=info.rank, state=data.tokenizer.state_dict(), vocab=data.model_config.src_vocab_size)
+
+
+def test_ranks_share_one_tokenizer_without_files(tmp_path):
+    "Rank 0 trains the tokenizer and sends it; no rank writes or reads a tokenizer file (the checkpoints carry it)."
+    from conftest import write_tiny_multi30k
+    (tmp_path / "data").mkdir(); data = write_tiny_multi30k(tmp_path / "data", 20)
+    ranks = launch_local(_tokenizer_of_this_rank, 2, str(data), str(tmp_path / "run"))
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert ranks[0]["state"] == ranks[1]["state"] and ranks[0]["vocab"] == ranks[1]["vocab"] == 320
+    assert not (tmp_path / "run").exists()  # nothing written beside the checkpoints

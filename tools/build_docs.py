@@ -275,6 +275,23 @@ def _toc_cell(nb_paths) -> dict:
                 source=f':::{{toctree}}\n:hidden:\n:maxdepth: 2\n:caption: Contents\n\n{entries}\n:::')
 
 
+ATTENTION_DIR = ROOT/'results'/'attention'   # exported attention weights, drawn by _static/attention_explorer.js
+
+
+def ship_attention(static: Path) -> list[Path]:
+    """results/attention/NAME.json -> _static/attention/NAME.js, a script that sets window.ATTENTION_DATA[NAME]. A script,
+    not a fetch of the JSON: browsers refuse fetch() on pages opened from disk, and the site must work there too."""
+    out = []
+    for f in sorted(ATTENTION_DIR.glob('*.json')):
+        data = json.loads(f.read_text(encoding='utf-8'))  # a damaged file fails the build here, not in a reader's browser
+        dst = static/'attention'/f'{f.stem}.js'
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text('window.ATTENTION_DATA = window.ATTENTION_DATA || {};\n'
+                       f'window.ATTENTION_DATA[{json.dumps(f.stem)}] = {json.dumps(data, separators=(",", ":"))};\n', encoding='utf-8')
+        out.append(dst)
+    return out
+
+
 def build_site(warnings_as_errors=True, quiet=False) -> float:
     from nbdev.config import get_config
     t0 = time.time()
@@ -303,6 +320,7 @@ def build_site(warnings_as_errors=True, quiet=False) -> float:
     rc = build_main(args + [str(GEN_DIR), str(HTML_DIR)])
     if rc: raise DocsError(f'sphinx-build failed (exit {rc}); see the warnings above. build/docs_src/<page>.ipynb is '
                            f'generated from nbs/<NN_page>.ipynb; a location like `:390014` means cell 39, line 14.')
+    ship_attention(HTML_DIR/'_static')
     # replace the output folder's content, keeping its README
     OUT_DIR.mkdir(exist_ok=True)
     for f in OUT_DIR.iterdir():
