@@ -4,31 +4,27 @@
 
 # %% ../nbs/07a_checkpoint.ipynb #4b64e573
 from __future__ import annotations
-import hashlib, re, sys
+import hashlib, re
 from dataclasses import asdict
 from pathlib import Path
 import torch
 import torch.nn as nn
 from .config import TransformerConfig, config_from_dict
-from .data import atomic_write
+from .data import atomic_write, warn
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
 
 # %% auto #0
-__all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'warn', 'check_writable', 'list_checkpoints', 'make_checkpoint',
-           'state_checksum', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
-           'verify_checkpoint', 'newest_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for',
-           'model_from_config', 'load_model', 'save_model', 'average_checkpoints', 'average_last']
+__all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'check_writable', 'list_checkpoints', 'make_checkpoint', 'state_checksum',
+           'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'verify_checkpoint',
+           'newest_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for', 'model_from_config', 'load_model',
+           'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/07a_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
 
 class CheckpointError(ValueError):
     "A path that holds no usable checkpoint; the message names it and says what was expected."
-
-def warn(message: str):
-    "One line on stderr, prefixed `warning:` (for what a command skipped or repaired on its way)."
-    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 def check_writable(directory: str | Path, option: str = "--run-dir") -> Path:
     "Create `directory` and prove a file can be written there, or fail now with one clear line."

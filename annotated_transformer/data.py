@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'atomic_write', 'Corpus', 'read_parallel',
+__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'warn', 'atomic_write', 'Corpus', 'read_parallel',
            'copy_task_pairs', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k',
            'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer', 'encode_pairs']
 
@@ -41,6 +41,10 @@ def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), on
     return lines
 
 # %% ../nbs/05_data.ipynb #419c5b7f
+def warn(message: str):
+    "One line on stderr, prefixed `warning:` (for what a command skipped or repaired on its way)."
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
 def atomic_write(path: str | Path, # the file to (re)write
                  data, # bytes, str (written as UTF-8), or a function that writes to a binary file object
                 ) -> Path:

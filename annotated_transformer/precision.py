@@ -13,7 +13,7 @@ import torch.nn as nn
 from .config import TrainConfig
 from .data import default_cache_dir, atomic_write
 from .loss import ChunkedLabelSmoothingLoss, HiddenStates
-from .checkpoint import warn
+from .data import warn
 from .runs import hardware
 
 # %% auto #0

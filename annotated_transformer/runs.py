@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib, json, os, platform, statistics, time
 from pathlib import Path
 import torch
-from .checkpoint import CheckpointError, check_writable, warn
+from .checkpoint import CheckpointError, check_writable
+from .data import warn
 from .data import atomic_write
 from .data import SubwordTokenizer
 

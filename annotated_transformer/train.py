@@ -18,7 +18,8 @@ from .model import Transformer
 from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from .precision import resolve_precision, autocast_for, precision_trial, precision_key
-from .checkpoint import make_checkpoint, CheckpointError, warn, check_writable, save_checkpoint, newest_checkpoint
+from .data import warn
+from .checkpoint import make_checkpoint, CheckpointError, check_writable, save_checkpoint, newest_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0

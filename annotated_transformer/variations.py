@@ -13,7 +13,7 @@ from .data import load_recipe, encode_pairs, SubwordTokenizer, Corpus
 from .batching import make_loader
 from .model import make_model, count_parameters
 from .train import Trainer, seed_everything
-from .checkpoint import warn
+from .data import warn
 from .data import atomic_write
 from .runs import hardware
 from .evaluation import score_corpus
