@@ -124,7 +124,7 @@
       const hs = heads(), cell = Math.max(6, Math.min(16, Math.floor(420 / ks.length)));
       const wrap = el("div", {class: "ae-heatmaps"}, main);
       for (const h of hs) {
-        const lw = 84, th = 70;
+        const lw = 84, th = 92;
         const svg = el("svg", {class: "ae-heatmap", width: Math.max(lw + ks.length * cell + 4, 230), height: th + qs.length * cell + 22,
                                role: "img", "aria-label": `head ${h}: queries (rows) attend to keys (columns)`}, wrap);
         el("text", {x: lw, y: 12, class: "ae-axis", fill: COLORS[h % COLORS.length]}, svg, `head ${h}: key (attended to) →`);
