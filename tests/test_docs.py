@@ -284,3 +284,19 @@ def test_screenshots(browser, server, built_docs):
     page.close()
     for f in written: assert f.stat().st_size > 10_000, f'{f} looks empty'
     print(f'\nscreenshots written to {SHOTS}: {[f.name for f in written]}')
+
+
+def test_no_cell_mixes_imports_and_code():
+    "nbdev's docs processor runs any cell that holds an import, so a cell that also computes runs at docs time too (and warns)"
+    import warnings
+    from build_docs import notebooks
+    from nbdev.process import NBProcessor
+    from nbdev.processors import _do_eval
+    bad = []
+    for p in notebooks(NBS):
+        for c in NBProcessor(p, process=True).nb.cells:
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter('always')
+                _do_eval(c)
+            if any('imports and other code' in str(x.message) for x in w): bad.append(f'{p.name}: {c.source[:70]!r}')
+    assert not bad, 'move the imports to their own cell:\n' + '\n'.join(bad)
