@@ -2,8 +2,8 @@
 
 Quick: the stored integers keep every row's sum exact; the viewer, opened from disk in headless Chromium on made-up
 data, draws exactly the exported weights for the head clicked, shows only a hovered token's attention, and loads
-nothing from anywhere else. Slow (with the docs build): the same on the built inference page with the trained model's
-data in results/attention/.
+nothing from anywhere else. The same checks on the built inference page, with the trained model's data in
+results/attention/, run with the docs build in tests/test_docs.py (`test_inference_page_explorer`).
 """
 from __future__ import annotations
 
@@ -122,18 +122,3 @@ def test_viewer_draws_the_data_from_disk(browser, tmp_path):
     check_explorer(page, data, sentence=0, kind='self', layer=0, head=1)
     assert not seen['errors'], seen['errors']
     assert all(u.startswith('file://') for u in seen['requests']), seen['requests']
-
-
-@pytest.mark.slow  # needs the built site (tests/test_docs.py builds it)
-def test_inference_page_explorer(browser):
-    from test_docs import DOCS
-    if not DATA.exists(): pytest.skip(f'{DATA} is missing')
-    if not (DOCS/'inference.html').exists(): pytest.skip('docs/ is not built (python tools/build_docs.py)')
-    data = json.loads(DATA.read_text(encoding='utf-8'))
-    page, seen = open_page(browser, (DOCS/'inference.html').as_uri())  # opened from disk, as a reader may
-    assert page.locator('.attention-explorer canvas.ae-thumb').count() == data['n_layers'] * data['n_heads']
-    for i, kind in ((0, 'cross'), (len(data['sentences']) - 1, 'encoder')):
-        check_explorer(page, data, sentence=i, kind=kind, layer=data['n_layers'] - 1, head=data['n_heads'] - 1)
-    assert not seen['errors'], seen['errors']
-    assert all(u.startswith('file://') or u.startswith('data:') for u in seen['requests']), \
-        [u for u in seen['requests'] if not u.startswith('file://')]

@@ -300,3 +300,18 @@ def test_no_cell_mixes_imports_and_code():
                 _do_eval(c)
             if any('imports and other code' in str(x.message) for x in w): bad.append(f'{p.name}: {c.source[:70]!r}')
     assert not bad, 'move the imports to their own cell:\n' + '\n'.join(bad)
+
+
+@pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
+def test_inference_page_explorer(browser, built_docs):
+    "The attention explorer on the built inference page, opened from disk: it draws the exported weights of the head clicked"
+    from test_attention_explorer import DATA, open_page, check_explorer
+    if not DATA.exists(): pytest.skip(f'{DATA} is missing')
+    data = json.loads(DATA.read_text(encoding='utf-8'))
+    page, seen = open_page(browser, (built_docs/'inference.html').as_uri())
+    assert page.locator('.attention-explorer canvas.ae-thumb').count() == data['n_layers'] * data['n_heads']
+    for i, kind in ((0, 'cross'), (len(data['sentences']) - 1, 'encoder')):
+        check_explorer(page, data, sentence=i, kind=kind, layer=data['n_layers'] - 1, head=data['n_heads'] - 1)
+    page.close()
+    assert not seen['errors'], seen['errors']
+    assert all(u.startswith('file://') for u in seen['requests']), [u for u in seen['requests'] if not u.startswith('file://')]
