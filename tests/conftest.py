@@ -111,3 +111,20 @@ def cli(capfd, monkeypatch):
         assert not problems, problems
         return types.SimpleNamespace(returncode=rc, stdout=out, stderr=err)
     return run
+
+@pytest.fixture(scope="session")
+def chromium():
+    "One headless Chromium for the whole session (Playwright's sync API allows one at a time in a process); skips when missing."
+    import importlib.util, shutil
+    if importlib.util.find_spec("playwright") is None: pytest.skip('playwright (Python) is not installed; pip install -e ".[dev]"')
+    exe = next((p for p in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser") if p and os.path.exists(p)),
+               None) or shutil.which("chromium") or shutil.which("chromium-browser")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:  # Debian's Chromium, else Playwright's own build (`python -m playwright install chromium`)
+        try: b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        except Exception as e:
+            if exe: raise
+            pytest.skip(f"Chromium not found (apt-get install chromium, python -m playwright install chromium, or set "
+                        f"CHROMIUM=/path/to/chromium): {str(e).splitlines()[0]}")
+        yield b
+        b.close()

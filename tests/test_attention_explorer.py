@@ -46,18 +46,7 @@ def made_up_data(n_layers=2, n_heads=3, seed=0) -> dict:
 
 
 @pytest.fixture(scope='module')
-def browser():
-    pytest.importorskip('playwright', reason='playwright (Python) is not installed; pip install -e ".[dev]"')
-    from test_docs import _chromium
-    from playwright.sync_api import sync_playwright
-    exe = _chromium()
-    with sync_playwright() as p:
-        try: b = p.chromium.launch(executable_path=exe, args=['--no-sandbox', '--disable-gpu'])
-        except Exception as e:
-            if exe: raise
-            pytest.skip(f'Chromium not found: {str(e).splitlines()[0]}')
-        yield b
-        b.close()
+def browser(chromium): return chromium  # conftest's one Chromium of the session
 
 
 def open_page(browser, url):

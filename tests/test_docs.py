@@ -13,9 +13,9 @@ an existing docs/ without rebuilding it.
 """
 from __future__ import annotations
 
-import functools, http.server, json, os, re, shutil, subprocess, sys, threading
+import functools, http.server, json, os, re, subprocess, sys, threading
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -24,12 +24,6 @@ DOCS = ROOT/'docs'
 NBS = ROOT/'nbs'
 SHOTS = ROOT/'tests'/'artifacts'/'screenshots'
 sys.path.insert(0, str(ROOT/'tools'))
-
-
-def _chromium() -> str | None:
-    for p in (os.environ.get('CHROMIUM'), '/usr/bin/chromium', '/usr/bin/chromium-browser'):
-        if p and Path(p).exists(): return p
-    return shutil.which('chromium') or shutil.which('chromium-browser')
 
 
 def _have(mod: str) -> bool:
@@ -103,18 +97,8 @@ def server(built_docs):
 
 
 @pytest.fixture(scope='session')
-def browser(built_docs):
-    if not _have('playwright'): pytest.skip('playwright (Python) is not installed; pip install -e ".[dev]"')
-    exe = _chromium()  # Debian's Chromium, else Playwright's own build (`python -m playwright install chromium`)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        try: b = p.chromium.launch(executable_path=exe, args=['--no-sandbox', '--disable-gpu'])
-        except Exception as e:
-            if exe: raise
-            pytest.skip(f'Chromium not found (apt-get install chromium, python -m playwright install chromium, or set '
-                        f'CHROMIUM=/path/to/chromium): {str(e).splitlines()[0]}')
-        yield b
-        b.close()
+def browser(built_docs, chromium):
+    return chromium  # conftest's one Chromium of the session, once the site is built
 
 
 _PAGE_JS = """async () => {
