@@ -327,7 +327,7 @@ def _variations(argv: list[str]) -> int:
     if s.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
     try: run_grid(a["rows"], s, a["out"], a["data_dir"], a["run_root"], a["keep_runs"])
     except KeyboardInterrupt as e:
-        print(f"at-variations: interrupted: {e or 'KeyboardInterrupt'}; rows already in the CSV are kept, run again to resume", file=sys.stderr)
+        print(f"at-variations: interrupted: {e or 'KeyboardInterrupt'}; rows already in the CSV are kept; run again to continue (an unfinished row from its last checkpoint)", file=sys.stderr)
         return 130
     return 0
 

@@ -15,7 +15,7 @@ from .model import make_model, count_parameters
 from .train import Trainer, seed_everything
 from .data import warn
 from .data import atomic_write
-from .runs import hardware
+from .runs import hardware, active_seconds
 from .evaluation import score_corpus
 
 # %% auto #0
@@ -183,17 +183,19 @@ class GridSettings:
     def warmup(self) -> int: return self.warmup_steps or max(1, self.steps // 4)
 
 def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Path) -> dict:
-    "Train one row from scratch and score it on the dev set; returns the CSV record."
+    "Train one row (continuing from a checkpoint `run_dir` holds, if any) and score it on the dev set; returns the CSV record."
     cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
     seed_everything(s.seed)
     model = make_model(cfg)
     tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
-                         seed=s.seed, device=s.device, precision=s.precision, eval_every=0, save_every=0, keep_last=1,
-                         log_every=max(1, s.steps // 20), run_dir=str(run_dir), progress=False)
+                         seed=s.seed, device=s.device, precision=s.precision, eval_every=0, log_every=max(1, s.steps // 20),
+                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir), progress=False)
     train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
     valid = make_loader(data.valid_ids, s.max_tokens, shuffle=False)
     trainer = Trainer(model, tcfg, train, valid, tokenizer=data.tokenizer)
+    resumed = trainer.step > 0  # continued from a checkpoint of an interrupted grid
     t0 = time.perf_counter(); out = trainer.fit(); train_s = time.perf_counter() - t0
+    if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
     if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV
         raise KeyboardInterrupt(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}")
     model = trainer.model.eval()
@@ -266,7 +268,8 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
     run_root = Path(run_root or out / "runs")
     for name in todo:
         run_dir = run_root / _slug(name)
-        if run_dir.exists(): shutil.rmtree(run_dir)  # an interrupted row starts again from scratch
+        # an interrupted row continues from its last checkpoint (saved every tenth of the steps), with the same batches and
+        # random numbers from there on (the trainer's exact resume): it ends where an uninterrupted row would
         rec = train_row(ROWS[name], data, s, run_dir)
         shutil.copyfile(run_dir / "metrics.jsonl", out / "metrics" / f"{_slug(name)}.jsonl")
         new = not csv_path.is_file()

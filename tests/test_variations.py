@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 from annotated_transformer.model import make_model, count_parameters
+from annotated_transformer.runs import read_metrics
 from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,3 +122,46 @@ def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt, match="stopped by SIGTERM"):
         run_grid(["base"], TINY, tmp_path, data_dir=str(shared_data), log=lambda m: None)
     assert not (tmp_path / "table3.csv").exists()
+
+
+def _stop_at(monkeypatch, step: int):
+    "Send this process SIGINT once the trainer logs `step`, as Ctrl-C would: the trainer saves there and stops."
+    import os, signal
+    from annotated_transformer import variations as V
+    log = V.Trainer._log
+    def log_then_stop(self, record):
+        log(self, record)
+        if record.get("step") == step and "loss" in record: os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(V.Trainer, "_log", log_then_stop)
+
+
+def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monkeypatch, capsys):
+    "A row stopped by a signal in the middle (step 3 or 4 of 6) continues from there when run again, and ends exactly as an uninterrupted row."
+    from annotated_transformer.variations import prepare_data, train_row, ROWS
+    s = replace(TINY, steps=6, precision="fp32")
+    data = prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
+    whole = train_row(ROWS["base"], data, s, tmp_path / "whole")
+    with monkeypatch.context() as m:
+        _stop_at(m, 3)
+        with pytest.raises(KeyboardInterrupt, match=r"stopped by SIGINT at step [34] of 6"): train_row(ROWS["base"], data, s, tmp_path / "cut")
+    assert [p.name for p in (tmp_path / "cut").glob("ckpt_*.pt")] in (["ckpt_0000003.pt"], ["ckpt_0000004.pt"])  # saved at the stop
+    capsys.readouterr()
+    again = train_row(ROWS["base"], data, s, tmp_path / "cut")
+    assert "resumed from" in capsys.readouterr().out  # continued, not trained again from the start
+    assert again["steps"] == 6
+    for k in ("dev_ppl", "dev_nll", "dev_bleu", "final_train_loss", "params"): assert again[k] == whole[k], k
+
+
+def test_grid_keeps_an_unfinished_row(shared_data, tmp_path, monkeypatch, capsys):
+    "run_grid stopped in the middle of a row continues that row's run directory when run again, instead of deleting it."
+    out, s = tmp_path / "grid", replace(TINY, steps=6, precision="fp32")
+    with monkeypatch.context() as m:
+        _stop_at(m, 3)
+        with pytest.raises(KeyboardInterrupt): run_grid(["base"], s, out, data_dir=str(shared_data), log=lambda m: None)
+    assert len(list((out / "runs" / "base").glob("ckpt_*.pt"))) == 1 and not (out / "table3.csv").exists()
+    capsys.readouterr()
+    got = run_grid(["base"], s, out, data_dir=str(shared_data), log=lambda m: None)
+    assert "resumed from" in capsys.readouterr().out
+    assert got[0]["steps"] == 6 and not (out / "runs").exists()
+    steps = [r["step"] for r in read_metrics(out / "metrics" / "base.jsonl") if "loss" in r]
+    assert steps == sorted(set(steps)) and steps[0] == 1 and steps[-1] == 6  # one record per step: the first part's kept, none twice
