@@ -147,10 +147,11 @@ def config_from_dict(cls, d: dict):
     return cls(**d)
 
 # %% ../nbs/00_config.ipynb #9c5fca93
-def field_help(cls) -> dict[str, str]:
+def field_help(config_class: type, # a dataclass such as `TrainConfig`
+              ) -> dict[str, str]: # field name -> its comment
     "The trailing `# comment` of each field of a dataclass (and of its dataclass bases), read from the source."
     out = {}
-    for klass in reversed(cls.__mro__):
+    for klass in reversed(config_class.__mro__):
         if not is_dataclass(klass): continue
         try: source = textwrap.dedent(inspect.getsource(klass))
         except (OSError, TypeError): continue  # no source (e.g. a class typed into a REPL): no help text
