@@ -19,6 +19,7 @@ from .evaluation import evaluate_run, run_splits, evaluation_summary
 from .parser import load_parser, parse, parse_gold, read_sentences, read_gold
 from .launch import run_task
 from .variations import GridSettings, ROWS, run_grid
+from .table3 import write_summary
 from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
 
 # %% auto #0
@@ -312,6 +313,8 @@ def variations_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="data directory (default: ./shared/data or $AT_DATA_DIR)")
     p.add_argument("--run-root", "--run_root", dest="run_root", default=None, help="scratch run directories (default OUT/runs)")
     p.add_argument("--keep-runs", "--keep_runs", dest="keep_runs", action="store_true", help="keep each row's checkpoint")
+    p.add_argument("--seeds", type=lambda t: list(_int_list(t, 0)), default=None, help="comma-separated seeds, each row trained with each (default: --seed)")
+    p.add_argument("--workers", type=number(int, 1), default=1, help="runs trained at once, each in its own process at one thread")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     _add_fields(p, GridSettings(), set())  # every field an option, as at-train's; GridSettings checks the values
     return p
@@ -325,21 +328,23 @@ def _variations(argv: list[str]) -> int:
     try: s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})
     except ValueError as e: p.error(as_option(e))
     if s.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
-    try: run_grid(a["rows"], s, a["out"], a["data_dir"], a["run_root"], a["keep_runs"])
+    code = 0
+    try: run_grid(a["rows"], s, a["out"], a["data_dir"], a["run_root"], a["keep_runs"], seeds=a["seeds"], workers=a["workers"])
     except KeyboardInterrupt as e:
-        print(f"at-variations: interrupted: {e or 'KeyboardInterrupt'}; rows already in the CSV are kept; run again to continue (an unfinished row from its last checkpoint)", file=sys.stderr)
-        return 130
-    return 0
+        print(f"at-variations: interrupted: {e or 'KeyboardInterrupt'}; runs already in the CSV are kept; run again to continue (an unfinished run from its last checkpoint)", file=sys.stderr)
+        code = 130
+    if (f := write_summary(a["out"])): print(f"at-variations: per-row summary in {f}")  # finished or not
+    return code
 
 def variations_main(argv: list[str] | None = None) -> int:
     "`at-variations --out DIR [--rows ...]`: train the rows of Table 3, scaled down, into `DIR/table3.csv` (resumable)."
     return run_script("at-variations", _variations, argv)
 
 # %% ../nbs/15_cli.ipynb #60dd8c0a
-def _int_list(text):
+def _int_list(text, low: int = 1):
     try: xs = tuple(int(x) for x in text.split(",") if x)
     except ValueError: raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
-    if not xs or min(xs) < 1: raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers")
+    if not xs or min(xs) < low or len(set(xs)) < len(xs): raise argparse.ArgumentTypeError(f"{text!r}: expected distinct integers >= {low}")
     return xs
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -354,24 +359,18 @@ def _run_bench(argv: list[str]) -> int:
                     help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
                     "(compiled, chunked loss, fused Adam), with utilization (default: on with --device cuda and no --benchmarks)")
     ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base, big")
-    ap.add_argument("--reps", type=number(int, 1), default=5,
-                    help="timed repetitions per measurement (the median is reported)")
+    ap.add_argument("--reps", type=number(int, 1), default=5, help="timed repetitions per measurement (the median is reported)")
     ap.add_argument("--warmup", type=number(int, 0), default=1, help="untimed warm-up calls before timing")
-    ap.add_argument("--threads", type=number(int, 0), default=1,
-                    help="torch CPU threads (0: leave torch's default)")
+    ap.add_argument("--threads", type=number(int, 0), default=1, help="torch CPU threads (0: leave torch's default)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    ap.add_argument("--batch-size", type=number(int, 1), default=None,
-                    help="sentences per batch (default: per device and preset)")
-    ap.add_argument("--src-len", type=number(int, 1), default=None,
-                    help="longest source/target length (default: per preset)")
+    ap.add_argument("--batch-size", type=number(int, 1), default=None, help="sentences per batch (default: per device and preset)")
+    ap.add_argument("--src-len", type=number(int, 1), default=None, help="longest source/target length (default: per preset)")
     ap.add_argument("--seqlens", type=_int_list, default=(16, 32, 64, 128, 256, 512), help="sequence lengths of the scaling benchmark")
     ap.add_argument("--precisions", default="fp32,bf16", help="of the train, infer and memory benchmarks: fp32, bf16 or both "
                     "(bf16 autocast is emulated, and slow, on CPUs without avx512_bf16 or amx_bf16)")
     ap.add_argument("--decode-batches", type=_int_list, default=(1, 64), help="sentences per call of the decode_batch benchmark")
-    ap.add_argument("--scaling-tokens", type=number(int, 1), default=2048,
-                    help="tokens per batch in the seqlen and batching benchmarks")
-    ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None,
-                    help="the device's dense bf16 peak, for MFU")
+    ap.add_argument("--scaling-tokens", type=number(int, 1), default=2048, help="tokens per batch in the seqlen and batching benchmarks")
+    ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None, help="the device's dense bf16 peak, for MFU")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
     ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")

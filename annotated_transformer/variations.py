@@ -4,24 +4,26 @@
 
 # %% ../nbs/12_variations.ipynb #8bcfac4d
 from __future__ import annotations
-import csv, io, json, math, shutil, time
-from dataclasses import dataclass, asdict
+import csv, io, json, math, os, shutil, signal, sys, time
+import multiprocessing as mp
+from multiprocessing.connection import wait as mp_wait
+from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 import torch
 from .config import TransformerConfig, TrainConfig
 from .data import load_recipe, encode_pairs, SubwordTokenizer, Corpus
 from .batching import make_loader
 from .model import make_model, count_parameters
-from .train import Trainer, seed_everything
+from .train import Trainer, TrainingError, seed_everything
 from .data import warn
 from .data import atomic_write
-from .runs import hardware, active_seconds
+from .runs import hardware, active_seconds, lock_run, unlock_run
 from .evaluation import score_corpus
 
 # %% auto #0
-__all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'PaperRow', 'paper_config',
-           'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data', 'GridSettings',
-           'train_row', 'read_table', 'run_grid', 'compare', 'plot_table3', 'trend_checks']
+__all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'RUN_KEYS', 'ROW_FILE', 'PaperRow',
+           'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
+           'GridSettings', 'train_row', 'read_table', 'run_grid']
 
 # %% ../nbs/12_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -188,7 +190,7 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     seed_everything(s.seed)
     model = make_model(cfg)
     tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
-                         seed=s.seed, device=s.device, precision=s.precision, eval_every=0, log_every=max(1, s.steps // 20),
+                         seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10), log_every=max(1, s.steps // 20),
                          save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir), progress=False)
     train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
     valid = make_loader(data.valid_ids, s.max_tokens, shuffle=False)
@@ -200,7 +202,7 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
         raise KeyboardInterrupt(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}")
     model = trainer.model.eval()
     bleu = score_corpus(model, data.tokenizer, data.valid, s.beam_size, s.alpha)
-    return dict(row=row.name, group=row.group, changed=_changed(scale_config(paper_config(row), s.width, s.depth),
+    return dict(row=row.name, group=row.group, seed=s.seed, changed=_changed(scale_config(paper_config(row), s.width, s.depth),
                                                               scale_config(PAPER_BASE, s.width, s.depth)) or "-",
                 n_layers=cfg.n_layers, d_model=cfg.d_model, d_ff=cfg.d_ff, n_heads=cfg.n_heads, d_k=cfg.head_dim,
                 dropout=cfg.dropout, label_smoothing=cfg.label_smoothing, positional=cfg.positional,
@@ -210,7 +212,7 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
                 paper_ppl=row.ppl, paper_bleu=row.bleu, paper_params_m=row.params_m)
 
 # %% ../nbs/12_variations.ipynb #00707a94
-CSV_FIELDS = ["row", "group", "changed", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "dropout", "label_smoothing",
+CSV_FIELDS = ["row", "group", "seed", "changed", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "dropout", "label_smoothing",
               "positional", "params", "dev_ppl", "dev_nll", "dev_bleu", "dev_chrf", "final_train_loss", "steps",
               "train_seconds", "bleu_seconds", "paper_ppl", "paper_bleu", "paper_params_m"]
 
@@ -235,135 +237,116 @@ def read_table(path: str | Path, # table3.csv, or the grid's directory
     return [{k: (v if k in ("row", "group", "changed", "positional") else num(v)) for k, v in r.items()}
             for r in csv.DictReader(io.StringIO("".join(lines)))]
 
-def _check_settings(out: Path, s: GridSettings, write: bool = False):
+RUN_KEYS = ("seed",)  # settings that differ between the runs of one grid: its recipe is every other field
+
+def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
     p = out / "settings.json"
     if p.exists():
         try: old = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(f"{p}: not a settings file this grid wrote ({e}); move it away or choose another --out") from None
-        diff = {k: (old.get(k), v) for k, v in asdict(s).items() if old.get(k) != v}
+        diff = {k: (old.get(k), v) for k, v in asdict(s).items() if old.get(k) != v and k not in RUN_KEYS}
         if diff: raise ValueError(f"{p} was written with other settings (stored, now): {diff}; "
                                   "use another --out for another budget")
-    elif write: atomic_write(p, json.dumps(dict(asdict(s), hardware=hardware()), indent=1) + "\n")
+    elif write: atomic_write(p, json.dumps(dict(asdict(s), **more, hardware=hardware()), indent=1) + "\n")
 
+
+# %% ../nbs/12_variations.ipynb #f21100fe
 def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the paper's order)
              s: GridSettings, out: str | Path, # settings; output directory
              data_dir: str | None = None, run_root: str | Path | None = None, # data; scratch run dirs (default out/runs)
-             keep_runs: bool = False, log=print) -> list[dict]: # the CSV's rows after the grid
-    "Train and score each row not yet in out/table3.csv, appending its line as soon as it is done."
+             keep_runs: bool = False, log=print, # keep each run's checkpoint; where progress lines go
+             seeds: list[int] | None = None, # seeds to train every row with (None: [s.seed])
+             workers: int = 1, # runs trained at once, each in its own process at one thread (1: in this process)
+            ) -> list[dict]: # the CSV's rows after the grid
+    "Train and score each (row, seed) not yet in out/table3.csv, appending its line as soon as it is done."
     names = list(ROWS) if not rows else rows
     unknown = [n for n in names if n not in ROWS]
     if unknown: raise ValueError(f"unknown Table 3 rows {unknown}; known rows: {list(ROWS)}")
+    seeds = [s.seed] if seeds is None else list(seeds)
+    if not seeds or any(not isinstance(k, int) or k < 0 for k in seeds) or len(set(seeds)) < len(seeds):
+        raise ValueError(f"seeds={seeds}: expected distinct integers >= 0")
+    if not isinstance(workers, int) or workers < 1: raise ValueError(f"workers={workers}: expected an integer >= 1")
     out = Path(out); out.mkdir(parents=True, exist_ok=True); (out / "metrics").mkdir(exist_ok=True)
     _check_settings(out, s)
     csv_path = out / "table3.csv"
     if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
-    try: done = {r["row"] for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
-    except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
-    todo = [n for n in names if n not in done]
-    if done & set(names): log(f"{len(done & set(names))} row(s) already in {csv_path}: skipped")
-    if not todo: return read_table(csv_path)
-    data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)
-    _check_settings(out, s, write=True)  # written once the data is ready: a grid that cannot start leaves nothing
-    run_root = Path(run_root or out / "runs")
-    for name in todo:
-        run_dir = run_root / _slug(name)
-        # an interrupted row continues from its last checkpoint (saved every tenth of the steps), with the same batches and
-        # random numbers from there on (the trainer's exact resume): it ends where an uninterrupted row would
-        rec = train_row(ROWS[name], data, s, run_dir)
-        shutil.copyfile(run_dir / "metrics.jsonl", out / "metrics" / f"{_slug(name)}.jsonl")
-        new = not csv_path.is_file()
-        with open(csv_path, "a", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, CSV_FIELDS)
-            if new: w.writeheader()
-            w.writerow(rec); f.flush()
-        if not keep_runs: shutil.rmtree(run_dir)
-        log(f"{name:15s} params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU {rec['dev_bleu']:6.2f}  "
-            f"train {rec['train_seconds']:7.1f} s  BLEU {rec['bleu_seconds']:5.1f} s")
-    if not keep_runs and run_root.is_dir() and not any(run_root.iterdir()): run_root.rmdir()
-    return read_table(csv_path)
+    if csv_path.is_file() and csv_path.read_text(encoding="utf-8", errors="replace").partition("\n")[0] != ",".join(CSV_FIELDS):
+        raise ValueError(f"{csv_path}, line 1: not the columns of this version's table3.csv ({', '.join(CSV_FIELDS)}); "
+                         "an older grid's file: use another --out")
+    lock_run(out, f"run_grid {out}")  # a second grid on this directory is refused: two writers would tear the CSV
+    try:
+        done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
+        jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]  # row by row: each row's seeds finish together
+        if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
+        if not jobs: return read_table(csv_path)
+        data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)  # the tokenizer, trained once here
+        _check_settings(out, s, write=True, seeds=seeds, workers=workers)  # once the data is ready: a grid that cannot start leaves nothing
+        run_root = Path(run_root or out / "runs")
+        def record(name, seed, run_dir, rec):
+            shutil.copyfile(run_dir / "metrics.jsonl", out / "metrics" / f"{_slug(name)}-seed{seed}.jsonl")
+            new = not csv_path.is_file()
+            with open(csv_path, "a", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, CSV_FIELDS)
+                if new: w.writeheader()
+                w.writerow(rec); f.flush(); os.fsync(f.fileno())
+            if not keep_runs: shutil.rmtree(run_dir)
+            log(f"{name:15s} seed {seed}  params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU {rec['dev_bleu']:6.2f}  "
+                f"train {rec['train_seconds']:7.1f} s  BLEU {rec['bleu_seconds']:5.1f} s")
+        if workers == 1:
+            for name, seed in jobs:  # an interrupted run continues from its last checkpoint (saved every tenth of the steps)
+                run_dir = run_root / f"{_slug(name)}-seed{seed}"
+                record(name, seed, run_dir, train_row(ROWS[name], data, replace(s, seed=seed), run_dir))
+        else: _run_parallel(jobs, s, out, data_dir, run_root, workers, record)
+        if not keep_runs and run_root.is_dir() and not any(run_root.iterdir()): run_root.rmdir()
+        return read_table(csv_path)
+    finally: unlock_run(out)
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
 
-# %% ../nbs/12_variations.ipynb #328cab10
-def compare(rows: list[dict]) -> list[dict]:
-    "Each row with the paper's numbers and both sides' changes against their base row (ppl ratio, BLEU difference)."
-    base = next((r for r in rows if r["row"] == "base"), None)
-    if base is None: raise ValueError("the table has no 'base' row: changes are measured against it")
-    pb = ROWS["base"]
-    out = []
-    for r in rows:
-        p = ROWS[r["row"]]
-        out.append(dict(row=r["row"], changed=r["changed"], params_m=round(r["params"] / 1e6, 2), dev_ppl=r["dev_ppl"],
-                        dev_bleu=r["dev_bleu"], ppl_ratio=round(r["dev_ppl"] / base["dev_ppl"], 3),
-                        bleu_diff=round(r["dev_bleu"] - base["dev_bleu"], 2), train_s=r["train_seconds"],
-                        paper_params_m=p.params_m, paper_ppl=p.ppl, paper_bleu=p.bleu,
-                        paper_ppl_ratio=round(p.ppl / pb.ppl, 3), paper_bleu_diff=round(p.bleu - pb.bleu, 2)))
-    return out
 
-def plot_table3(rows: list[dict], title: str | None = None):
-    "Changes against base, ours beside the paper's (perplexity ratio, BLEU difference), and perplexity vs parameters."
-    import matplotlib.pyplot as plt
-    c = compare(rows)
-    fig, axs = plt.subplot_mosaic([["ppl", "bleu"], ["params", "params"]], figsize=(7, 9.5), height_ratios=[1.7, 1])  # the docs column
-    axs = [axs["ppl"], axs["bleu"], axs["params"]]
-    y = list(range(len(c)))[::-1]
-    for ax, ours, paper, label in ((axs[0], "ppl_ratio", "paper_ppl_ratio", "dev perplexity / base (lower is better)"),
-                                   (axs[1], "bleu_diff", "paper_bleu_diff", "dev BLEU - base (higher is better)")):
-        ax.barh([v + 0.2 for v in y], [r[ours] for r in c], height=0.4, label="ours (Multi30k val)")
-        ax.barh([v - 0.2 for v in y], [r[paper] for r in c], height=0.4, label="paper (newstest2013)")
-        ax.axvline(1.0 if "ratio" in ours else 0.0, color="k", lw=0.8)
-        ax.set_yticks(y, [r["row"] for r in c], fontsize=8); ax.set_xlabel(label, fontsize=9); ax.legend(fontsize=7)
-    axs[1].set_yticklabels([])
-    ax = axs[2]
-    for r in c:
-        ax.scatter(r["params_m"], r["dev_ppl"], color="C0", s=14)
-        ax.annotate(r["row"], (r["params_m"], r["dev_ppl"]), fontsize=7.5, xytext=(2, 2), textcoords="offset points")
-    ax.set_xscale("log"); ax.set_xlabel("parameters (millions, ours)"); ax.set_ylabel("dev perplexity (ours)")
-    from matplotlib.ticker import ScalarFormatter, NullFormatter
-    ax.xaxis.set_major_formatter(ScalarFormatter()); ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xticks([1, 2, 4, 8])
-    if title: fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+# %% ../nbs/12_variations.ipynb #ac988387
+ROW_FILE = "row.json"  # what a worker process hands back: the run's CSV record
 
-# %% ../nbs/12_variations.ipynb #8090c471
-def trend_checks(rows: list[dict]) -> list[dict]:
-    "§6.2's conclusions as checks: for each, what the paper's Table 3 shows and what a grid's CSV shows."
-    ours = {r["row"]: r for r in rows}
-    paper = {r.name: dict(dev_ppl=r.ppl, dev_bleu=r.bleu) for r in PAPER_TABLE3}
-    def check(t, need, fn):
-        if not all(n in t for n in need): return None
-        return bool(fn(lambda n: t[n]["dev_ppl"], lambda n: t[n]["dev_bleu"]))
-    heads = ["A h=1", "A h=4", "base", "A h=16", "A h=32"]
-    near = lambda ppl, bleu: abs(ppl("E learned pos") / ppl("base") - 1) <= 0.03 and abs(bleu("E learned pos") - bleu("base")) <= 0.5
-    claims = [
-        ("single-head attention is worse than the best head count (BLEU)", heads,
-         lambda ppl, bleu: bleu("A h=1") < max(bleu(n) for n in heads)),
-        ("single-head attention is worse than the best head count (ppl)", heads,
-         lambda ppl, bleu: ppl("A h=1") > min(ppl(n) for n in heads)),
-        ("quality drops off with too many heads: h=32 worse than the best (BLEU)", heads,
-         lambda ppl, bleu: bleu("A h=32") < max(bleu(n) for n in heads)),
-        ("reducing d_k hurts: both B rows have higher ppl than base", ["base", "B d_k=16", "B d_k=32"],
-         lambda ppl, bleu: ppl("B d_k=16") > ppl("base") and ppl("B d_k=32") > ppl("base")),
-        ("smaller d_k is worse: B d_k=16 ppl > B d_k=32 ppl", ["B d_k=16", "B d_k=32"],
-         lambda ppl, bleu: ppl("B d_k=16") > ppl("B d_k=32")),
-        ("deeper is better: ppl falls with N (2 > 4 > 6 > 8 in paper units)", ["C N=2", "C N=4", "base", "C N=8"],
-         lambda ppl, bleu: ppl("C N=2") > ppl("C N=4") > ppl("base") > ppl("C N=8")),
-        ("wider is better: ppl falls with d_model (256 > 512 > 1024)", ["C d_model=256", "base", "C d_model=1024"],
-         lambda ppl, bleu: ppl("C d_model=256") > ppl("base") > ppl("C d_model=1024")),
-        ("a wider FFN is better: ppl falls with d_ff (1024 > 2048 > 4096)", ["C d_ff=1024", "base", "C d_ff=4096"],
-         lambda ppl, bleu: ppl("C d_ff=1024") > ppl("base") > ppl("C d_ff=4096")),
-        ("dropout helps: P_drop=0.0 has higher ppl than base", ["base", "D P_drop=0.0"],
-         lambda ppl, bleu: ppl("D P_drop=0.0") > ppl("base")),
-        ("dropout helps: P_drop=0.0 has lower BLEU than base", ["base", "D P_drop=0.0"],
-         lambda ppl, bleu: bleu("D P_drop=0.0") < bleu("base")),
-        ("label smoothing hurts perplexity: eps_ls=0.0 ppl < base ppl < eps_ls=0.2 ppl", ["D eps_ls=0.0", "base", "D eps_ls=0.2"],
-         lambda ppl, bleu: ppl("D eps_ls=0.0") < ppl("base") < ppl("D eps_ls=0.2")),
-        ("... but improves BLEU: eps_ls=0.0 BLEU < base BLEU", ["D eps_ls=0.0", "base"],
-         lambda ppl, bleu: bleu("D eps_ls=0.0") < bleu("base")),
-        ("learned positional embeddings are nearly identical to sinusoids", ["base", "E learned pos"], near),
-        ("the big model is the best row (lowest ppl)", list(paper), lambda ppl, bleu: ppl("big") == min(ppl(n) for n in ours if n in paper)),
-    ]
-    return [dict(claim=c, paper=check(paper, need, fn), ours=check(ours, need, fn)) for c, need, fn in claims]
+def _row_job(name: str, seed: int, s: dict, out: str, data_dir, run_dir: str):
+    "One (row, seed) in a worker process at one thread; writes its record to run_dir/row.json (exit 130 when stopped by a signal)."
+    torch.set_num_threads(1)
+    data = prepare_data(out, s["vocab_size"], data_dir, s["n_train"], s["n_valid"], s["max_len"])  # the grid's saved tokenizer
+    try: rec = train_row(ROWS[name], data, GridSettings(**{**s, "seed": seed}), run_dir)
+    except KeyboardInterrupt as e: print(f"run_grid: {e}", file=sys.stderr); sys.exit(130)
+    atomic_write(Path(run_dir) / ROW_FILE, json.dumps(rec) + "\n")
+
+def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
+    "Run `jobs` in up to `workers` spawned processes; the parent alone writes the CSV. A signal is passed on to every worker."
+    ctx = mp.get_context("spawn")  # a fresh interpreter per run: no thread pool or signal handler inherited
+    running, todo, stop = {}, list(jobs), []
+    def on_signal(signum, frame): stop.append(signal.Signals(signum).name)
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while todo or running:
+            while todo and len(running) < workers and not stop:
+                name, seed = todo.pop(0); run_dir = run_root / f"{_slug(name)}-seed{seed}"
+                (run_dir / ROW_FILE).unlink(missing_ok=True)
+                p = ctx.Process(target=_row_job, args=(name, seed, asdict(s), str(out), data_dir, str(run_dir)),
+                                name=f"{name} seed {seed}")
+                p.start(); running[p] = (name, seed, run_dir)
+            if stop:  # pass the stop on: each worker saves a checkpoint and exits
+                for p in running:
+                    if p.is_alive(): os.kill(p.pid, signal.SIGTERM)
+                for p in running: p.join()
+                raise KeyboardInterrupt(f"{stop[0]}: {len(running)} unfinished run(s) saved their checkpoints")
+            mp_wait([p.sentinel for p in running], timeout=1.0)
+            for p in [p for p in running if not p.is_alive()]:
+                name, seed, run_dir = running.pop(p); p.join()
+                if p.exitcode == 0 and (run_dir / ROW_FILE).is_file():
+                    record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
+                elif p.exitcode == 130 or stop: stop.append("a worker was stopped")
+                else:
+                    for q in running: os.kill(q.pid, signal.SIGTERM)
+                    for q in running: q.join()
+                    raise TrainingError(f"row {name!r} seed {seed} failed (worker exit code {p.exitcode}; its error is printed above); "
+                                       "finished runs are in the CSV, run again to continue")
+    finally:
+        for sig, h in old.items(): signal.signal(sig, h)
+

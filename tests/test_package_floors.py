@@ -16,7 +16,8 @@ FLOORS = {
     "evaluation": 8, "bench": 8, "parser": 8,     # bench measures the tasks' models; the parser builds its own data
     "variations": 9, "suite": 9,                  # suite runs every benchmark of bench
     "launch": 9,                                   # what at-train does: data, model, Trainer, report
-    "cli": 10,                                     # every console script
+    "table3": 10,                                  # reads the grids of variations: beside the paper, seeds, verdicts
+    "cli": 11,                                     # every console script
 }
 
 def imports(path: pathlib.Path) -> set[str]:

@@ -80,7 +80,7 @@ def test_grid_csv_and_resume(shared_data, tmp_path):
     assert [r["row"] for r in got] == ["base"]
     header = next(csv.reader(open(out / "table3.csv")))
     assert header == CSV_FIELDS
-    assert (out / "metrics" / "base.jsonl").is_file() and (out / "tokenizer" / "spm.model").is_file()
+    assert (out / "metrics" / "base-seed0.jsonl").is_file() and (out / "tokenizer" / "spm.model").is_file()
     assert not (out / "runs").exists()  # scratch checkpoints removed
     tok_mtime = (out / "tokenizer" / "spm.model").stat().st_mtime
     # resume: base is skipped (its line unchanged), the new row is appended, with the same tokenizer
@@ -158,10 +158,73 @@ def test_grid_keeps_an_unfinished_row(shared_data, tmp_path, monkeypatch, capsys
     with monkeypatch.context() as m:
         _stop_at(m, 3)
         with pytest.raises(KeyboardInterrupt): run_grid(["base"], s, out, data_dir=str(shared_data), log=lambda m: None)
-    assert len(list((out / "runs" / "base").glob("ckpt_*.pt"))) == 1 and not (out / "table3.csv").exists()
+    assert len(list((out / "runs" / "base-seed0").glob("ckpt_*.pt"))) == 1 and not (out / "table3.csv").exists()
     capsys.readouterr()
     got = run_grid(["base"], s, out, data_dir=str(shared_data), log=lambda m: None)
     assert "resumed from" in capsys.readouterr().out
     assert got[0]["steps"] == 6 and not (out / "runs").exists()
-    steps = [r["step"] for r in read_metrics(out / "metrics" / "base.jsonl") if "loss" in r]
+    steps = [r["step"] for r in read_metrics(out / "metrics" / "base-seed0.jsonl") if "loss" in r]
     assert steps == sorted(set(steps)) and steps[0] == 1 and steps[-1] == 6  # one record per step: the first part's kept, none twice
+
+
+def test_seeds_side_by_side_equal_one_at_a_time(shared_data, tmp_path):
+    "Two seeds of two rows in two worker processes: one line per (row, seed), the same numbers as the runs trained in this process."
+    s = replace(TINY, steps=4, precision="fp32")
+    par = run_grid(["base", "C N=2"], s, tmp_path / "par", data_dir=str(shared_data), log=lambda m: None, seeds=[0, 1], workers=2)
+    assert [(r["row"], r["seed"]) for r in par] in ([("base", 0), ("base", 1), ("C N=2", 0), ("C N=2", 1)],
+                                                    [("base", 1), ("base", 0), ("C N=2", 0), ("C N=2", 1)],
+                                                    [("base", 0), ("base", 1), ("C N=2", 1), ("C N=2", 0)],
+                                                    [("base", 1), ("base", 0), ("C N=2", 1), ("C N=2", 0)])  # in the order they finished
+    by = {(r["row"], r["seed"]): r for r in par}
+    assert by["base", 0]["dev_ppl"] != by["base", 1]["dev_ppl"]  # another seed: other weights and batches
+    assert sorted(p.name for p in (tmp_path / "par" / "metrics").iterdir()) == ["C_N_2-seed0.jsonl", "C_N_2-seed1.jsonl", "base-seed0.jsonl", "base-seed1.jsonl"]
+    threads = torch.get_num_threads(); torch.set_num_threads(1)  # as a worker trains
+    try: one = run_grid(["base", "C N=2"], s, tmp_path / "one", data_dir=str(shared_data), log=lambda m: None, seeds=[1])
+    finally: torch.set_num_threads(threads)
+    for r in one:
+        p = by[r["row"], 1]
+        for k in ("params", "steps", "dev_ppl", "dev_bleu", "final_train_loss"): assert p[k] == pytest.approx(r[k], rel=1e-4), (r["row"], k)
+    # a second call finds every (row, seed) done; a new seed adds only its own lines
+    assert run_grid(["base", "C N=2"], s, tmp_path / "par", data_dir=str(shared_data), log=lambda m: None, seeds=[0, 1], workers=2) == par
+    with pytest.raises(ValueError, match="seeds"): run_grid(["base"], s, tmp_path / "par", seeds=[0, 0])
+
+
+@pytest.mark.slow  # about 30 s: two fresh interpreters twice; the quick set has the side-by-side run of test_seeds_side_by_side_equal_one_at_a_time
+def test_parallel_grid_stops_on_a_signal_and_continues(shared_data, tmp_path):
+    "SIGTERM to at-variations --workers 2 reaches both workers: each saves a checkpoint; the same command again finishes both runs."
+    import signal, time
+    out = tmp_path / "g"
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import variations_main; sys.exit(variations_main())", "--rows", "base", "--seeds", "0,1", "--workers", "2",
+           "--out", str(out), "--data_dir", str(shared_data), "--steps", "400", "--max_tokens", "512", "--vocab_size", "400",
+           "--width", "16", "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--precision", "fp32"]
+    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(out.glob("runs/*/metrics.jsonl"))) < 2: time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode in (130, 143), err
+    assert "saved their checkpoints" in err and "Traceback" not in err, err
+    assert not (out / "table3.csv").exists() or len(read_table(out)) < 2
+    assert len(list(out.glob("runs/*/ckpt_*.pt"))) == 2  # both runs stopped with a checkpoint
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("resumed from") == 2 or again.stderr.count("resumed from") == 2, (again.stdout, again.stderr)
+    rows = read_table(out)
+    assert sorted(r["seed"] for r in rows) == [0, 1] and all(r["steps"] == 400 for r in rows)
+
+
+def test_grid_refuses_a_second_writer_and_an_old_file(shared_data, tmp_path, cli):
+    "A grid directory another process is running in is refused, in one line; so is a table3.csv of the older format."
+    out = tmp_path / "g"
+    holder = subprocess.Popen([sys.executable, "-c", f"from annotated_transformer.runs import lock_run; import time; lock_run({str(out)!r}, 'at-variations'); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = cli(variations_main, "--rows", "base", "--out", out, "--data_dir", shared_data, "--steps", "2", "--vocab_size", "400",
+                "--width", "16", "--n_train", "50", "--n_valid", "4")
+        assert r.returncode == 1 and "in use by another run" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    finally: holder.kill(); holder.wait()
+    old = tmp_path / "old"; old.mkdir()
+    (old / "table3.csv").write_text("row,group,changed\nbase,base,-\n")
+    r = cli(variations_main, "--rows", "base", "--out", old, "--data_dir", shared_data, "--steps", "2")
+    assert r.returncode == 1 and "table3.csv, line 1: not the columns" in r.stderr, r.stderr
