@@ -7,7 +7,7 @@ FLOORS = {
     "config": 0, "attention": 0, "embeddings": 0, "rnn": 0, "data": 0, "batching": 0, "optim": 0, "loss": 0, "complexity": 0,
     "layers": 1, "trees": 1,                       # the paper's core, and treebank files
     "model": 2, "evalb": 2,
-    "decode": 3, "checkpoint": 3, "sentiment": 3,  # one checkpoint format
+    "decode": 3, "checkpoint": 3, "sentiment": 3, "chart": 3,  # one checkpoint format; the chart parser's pieces
     "runs": 4, "inference": 4,                     # run records; loading and translating
     "precision": 5,                                # fp32 or bf16, by the machine's flags and a trial
     "train": 6, "copy_task": 6,                    # the Trainer; the copy tutorial
