@@ -91,17 +91,20 @@ def precision_trial(model: nn.Module, # the model to train (a copy is timed)
                     batch, # a `Batch` of the run's training data
                     device: torch.device, # where the run trains
                     steps: int = 3, # timed steps of each precision (the median is kept), after one untimed each
+                    loss_fn=None, # (model, batch) -> loss for another kind of model (None: the chunked loss of a `Transformer`)
                    ) -> dict: # {"fp32": seconds per step, "bf16": seconds per step}
     "Seconds per training step (forward, chunked loss, backward) of a copy of `model` on `batch` in fp32 and in bf16 autocast."
     m = copy.deepcopy(model).to(device).train()
-    net, crit, b = HiddenStates(m), ChunkedLabelSmoothingLoss(m.cfg.label_smoothing, m.cfg.pad_idx), batch.to(device)
+    b = batch.to(device)
+    if loss_fn is None: net, crit = HiddenStates(m), ChunkedLabelSmoothingLoss(m.cfg.label_smoothing, m.cfg.pad_idx)
     times = dict(fp32=[], bf16=[])
     with torch.random.fork_rng(devices=[]):  # dropout draws from the generator: the run's stream stays untouched
         for r in range(steps + 1):
             for prec in (("fp32", "bf16") if r % 2 == 0 else ("bf16", "fp32")):
                 t0 = time.perf_counter()
                 with autocast_for(device, prec):
-                    s, n = crit(net(b.src, b.tgt_in, b.src_key_padding_mask, b.tgt_key_padding_mask), m.generator, b.tgt_out)
+                    if loss_fn is not None: s = loss_fn(m, b)
+                    else: s, n = crit(net(b.src, b.tgt_in, b.src_key_padding_mask, b.tgt_key_padding_mask), m.generator, b.tgt_out)
                 s.backward(); m.zero_grad(set_to_none=True)
                 if r: times[prec].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}

@@ -19,7 +19,7 @@ from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from .precision import resolve_precision, autocast_for, precision_trial, precision_key
 from .data import warn
-from .checkpoint import make_checkpoint, CheckpointError, check_writable, save_checkpoint, newest_checkpoint
+from .checkpoint import make_checkpoint, CheckpointError, check_writable, save_checkpoint, newest_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0
@@ -124,11 +124,13 @@ class Trainer:
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
                  loss: str = "chunked", # "chunked": `ChunkedLabelSmoothingLoss`; "readable": `LabelSmoothingLoss` on the logits
+                 objective=None, # None: the loss of §5.4 on `Batch`es; else what another kind of model learns (`count`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`)
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
         self.rank, self.world_size = _world()
         self.is_main = self.rank == 0
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
+        self.objective = objective
         precision, why = self._precision(cfg, model, train_loader, loss)
         self.cfg = cfg = replace(cfg, precision=precision)  # checkpoints record the precision used, not "auto"
         if self.is_main: print(f"precision {precision} ({why})", flush=True)
@@ -146,20 +148,22 @@ class Trainer:
                                batches_per_epoch=len(getattr(train_loader, "batch_sampler", train_loader))))
         self.model = model.to(self.device)
         self.optimizer, self.scheduler = make_optimizer_and_scheduler(self.model, model.cfg.d_model, cfg)
-        self.criterion = LabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx)
+        self.criterion = LabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if objective is None else None
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.precision == "fp16")
         self.autocast = autocast_for(self.device, cfg.precision)
         self.train_stream, self.val_loader = BatchStream(train_loader), val_loader
         self.tokenizer, self.extra = tokenizer, dict(extra or {})
         self.step, self.saved_step, self.last_checkpoint, self._rng = 0, None, None, None
+        self.best = None  # with cfg.keep_best: {metric, value, step} of the best validation so far (kept in checkpoints' extra)
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
         resumed = bool(cfg.resume and self.resume())
         if self.is_main and not (resumed and self.step >= cfg.max_steps):  # a finished run is left as it was (see `fit`)
             write_run_info(self.run_dir, task=self.extra.get("task"), command=self.extra.get("command"), new=not resumed)
         self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
-        self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if loss == "chunked" else None
-        net = HiddenStates(self.model) if loss == "chunked" else self.model
+        chunked = loss == "chunked" and objective is None
+        self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if chunked else None
+        net = HiddenStates(self.model) if chunked else self.model
         if self.world_size > 1:
             self.ddp = DDP(net, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward = self.ddp if self.world_size > 1 else net
@@ -178,7 +182,7 @@ def _precision(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader
             with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed when it starts: the run's generator stays as is
                 batch = next(iter(train_loader))
             print("precision auto: timing a few training steps in fp32 and in bf16 ...", flush=True)
-            return precision_trial(model, batch, self.device)
+            return precision_trial(model, batch, self.device, loss_fn=getattr(self.objective, "trial_loss", None))
         measurable = cfg.precision == "auto" and self.device.type == "cpu"
         chosen = resolve_precision(cfg.precision, self.device, trial, precision_key(model, cfg, loss) if measurable else None)
     else: chosen = None
@@ -192,8 +196,8 @@ def _precision(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader
 def train_step(self: Trainer, batches: list) -> dict:
     "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
     self.model.train()
-    pad = self.model.cfg.pad_idx
-    n_total = _all_reduce(torch.tensor([_count_tokens(batches, pad)], dtype=torch.float64, device=self.device)).item()
+    n = _count_tokens(batches, self.model.cfg.pad_idx) if self.objective is None else sum(self.objective.count(b) for b in batches)
+    n_total = _all_reduce(torch.tensor([n], dtype=torch.float64, device=self.device)).item()
     if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
     loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
     for k, batch in enumerate(batches):
@@ -201,9 +205,11 @@ def train_step(self: Trainer, batches: list) -> dict:
         sync = k == len(batches) - 1 or self.world_size == 1
         with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
             with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
-                out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-                s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
-                        else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
+                if self.objective is not None: s = self.objective.loss(self.forward, batch)  # summed over what `count` counts
+                else:
+                    out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
+                    s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
+                            else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
             self.scaler.scale(s * (self.world_size / n_total)).backward()
         loss_sum += s.detach().double()
     stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
@@ -230,6 +236,14 @@ def evaluate(self: Trainer, loader=None) -> dict:
     "Label-smoothed loss, cross-entropy and perplexity per target token over a validation loader."
     loader = loader if loader is not None else self.val_loader
     self.model.eval()
+    if self.objective is not None:  # another kind of model: its own sums (e.g. matched brackets), all-reduced, then its metrics
+        sums = None
+        for batch in loader:
+            with torch.no_grad(), self.autocast: s = self.objective.eval_sums(self.model, batch.to(self.device)).double()
+            sums = s if sums is None else sums + s
+        self.model.train()
+        if sums is None: raise TrainingError("the validation loader is empty")
+        return self.objective.eval_metrics(_all_reduce(sums))
     pad, sums = self.model.cfg.pad_idx, torch.zeros(3, dtype=torch.float64, device=self.device)
     for batch in loader:
         batch = batch.to(self.device)
@@ -288,6 +302,8 @@ def resume(self: Trainer) -> bool:
     self.train_stream.load_state_dict(ck["data"])
     self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
     self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
+    self.best = (ck.get("extra") or {}).get("best")
+    if self.best is not None: self.extra["best"] = self.best
     if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
         rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
     if self.is_main: print(f"resumed from {path} at step {self.step}")
@@ -299,6 +315,20 @@ def resume(self: Trainer) -> bool:
 def _log(self: Trainer, record: dict):
     if self.is_main: append_record(self.metrics_path, record)
 
+
+# %% ../nbs/09_train.ipynb #f7c7db7e
+@patch
+def _keep_best(self: Trainer, v: dict):
+    "With `cfg.keep_best` (a validation metric, higher is better): write run_dir/best.pt when it beats the best so far."
+    name = self.cfg.keep_best
+    if not name: return
+    if name not in v: raise TrainingError(f"keep_best={name!r}: validation gives {sorted(v)}; choose one of them")
+    if self.best is not None and v[name] <= self.best["value"]: return
+    self.best = self.extra["best"] = dict(metric=name, value=v[name], step=self.step)
+    state = self.state()  # every rank gathers its generator state; rank 0 writes
+    if self.is_main:
+        write_checkpoint(state, self.run_dir / "best.pt")
+        print(f"best {name} so far: {v[name]:.4g} at step {self.step} (run_dir/best.pt)", flush=True)
 
 # %% ../nbs/09_train.ipynb #44d0ec75
 @patch
@@ -330,10 +360,10 @@ def fit(self: Trainer) -> dict:
                 if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
             if bar: bar.update(1)
             if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:
-                v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
+                v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v); self._keep_best(v)
             if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.max_steps: self.save()
         if self.val_loader is not None and self.stop_agreed is None:
-            v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v)
+            v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v); self._keep_best(v)
         if self.saved_step != self.step: self.save()
     finally:
         if bar: bar.close()

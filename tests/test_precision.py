@@ -101,7 +101,7 @@ def _trainer(tmp_path, name="run", **kw):
                                                 ("avx512_bf16", FP32_FASTER, "fp32")])
 def test_trainer_prints_the_choice_and_checkpoints_record_it(tmp_path, monkeypatch, capsys, cache, flags, trial, want):
     monkeypatch.setenv("AT_CPU_FLAGS", flags)
-    monkeypatch.setattr(T, "precision_trial", lambda model, batch, device: trial())
+    monkeypatch.setattr(T, "precision_trial", lambda model, batch, device, **kw: trial())
     tr, cfg = _trainer(tmp_path)
     out = capsys.readouterr().out
     assert out.count(f"precision {want} (auto: ") == 1
@@ -109,7 +109,7 @@ def test_trainer_prints_the_choice_and_checkpoints_record_it(tmp_path, monkeypat
     tr.fit()
     assert load_checkpoint(tmp_path / "run")["train_config"]["precision"] == want
     if flags != "avx2":  # a second run of the same model here reads the answer instead of measuring again
-        monkeypatch.setattr(T, "precision_trial", lambda model, batch, device: never())
+        monkeypatch.setattr(T, "precision_trial", lambda model, batch, device, **kw: never())
         tr2, _ = _trainer(tmp_path, "run2")
         assert tr2.cfg.precision == want and "remembered" in capsys.readouterr().out
 

@@ -164,6 +164,18 @@ def test_validation_and_metrics_file(tmp_path):
     assert {"lr", "grad_norm", "tokens_per_s", "mem_mb"} <= set(train[0])
 
 
+def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_path):
+    "keep_best keeps run_dir/best.pt at the step where the metric peaked (here the negated loss, via a patched evaluate); a metric validation does not give is refused by name."
+    tr = make_trainer(tmp_path / "a", max_steps=6, eval_every=2, val=True, keep_best="val_score")
+    scores = iter([1.0, 3.0, 2.0])  # steps 2, 4, 6: the best is at step 4
+    tr.evaluate = lambda loader=None: dict(val_score=next(scores))
+    tr.fit()
+    best = load_checkpoint(tmp_path / "a" / "best.pt")
+    assert best["step"] == 4 and best["extra"]["best"] == dict(metric="val_score", value=3.0, step=4)
+    assert load_checkpoint(tmp_path / "a")["extra"]["best"]["step"] == 4  # every later checkpoint carries the best so far
+    with pytest.raises(TrainingError, match=r"keep_best='val_f1': validation gives \['val_loss', 'val_nll', 'val_ppl', 'val_tokens'\]"):
+        make_trainer(tmp_path / "b", max_steps=2, eval_every=2, val=True, keep_best="val_f1").fit()
+
 def test_bf16_autocast_trains_on_cpu(tmp_path):
     tr = make_trainer(tmp_path, max_steps=2, precision="bf16")
     out = tr.fit()
