@@ -13,6 +13,7 @@ from .config import TransformerConfig, config_from_dict
 from .data import atomic_write, warn
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
+from .chart import ChartConfig, ChartParser
 
 # %% auto #0
 __all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'check_writable', 'list_checkpoints', 'make_checkpoint', 'state_checksum',
@@ -146,16 +147,17 @@ def load_checkpoint(path: str | Path) -> dict:
 def checkpoint_kind(ck: dict) -> str:
     "What a checkpoint's model reads and writes: 'parsing' (words to trees), 'translation' (text, a subword tokenizer inside) or 'ids' (token ids: the copy task, a model saved alone)."
     tok = ck.get("tokenizer")
-    if isinstance(tok, dict) and tok.get("kind") == "parsing": return "parsing"
+    if isinstance(tok, dict) and tok.get("kind") in ("parsing", "chart"): return "parsing"  # either parser
     return "translation" if isinstance(tok, dict) and "model_proto" in tok else "ids"
 
-def config_for(d: dict) -> TransformerConfig | RNNConfig:
-    "The model config stored in a checkpoint: an `RNNConfig` when `d['model'] == 'rnn'`, else a `TransformerConfig`."
-    return config_from_dict(RNNConfig if d.get("model") == "rnn" else TransformerConfig, d)
+def config_for(d: dict) -> TransformerConfig | RNNConfig | ChartConfig:
+    "The model config stored in a checkpoint, by its `model` entry: 'rnn' an `RNNConfig`, 'chart' a `ChartConfig`, none a `TransformerConfig`."
+    return config_from_dict({"rnn": RNNConfig, "chart": ChartConfig}.get(d.get("model"), TransformerConfig), d)
 
-def model_from_config(cfg: TransformerConfig | RNNConfig | dict) -> nn.Module:
-    "A freshly initialized model for a config (or a stored dict of one): `make_rnn` for an `RNNConfig`, else `make_model`."
+def model_from_config(cfg: TransformerConfig | RNNConfig | ChartConfig | dict) -> nn.Module:
+    "A freshly initialized model for a config (or a stored dict of one): `make_rnn`, a `ChartParser`, or `make_model`."
     if isinstance(cfg, dict): cfg = config_for(cfg)
+    if isinstance(cfg, ChartConfig): return ChartParser(cfg)
     return make_rnn(cfg) if isinstance(cfg, RNNConfig) else make_model(cfg)
 
 def load_model(ckpt: dict | str | Path, # a checkpoint: loaded, a file, or a run directory (its newest intact one)

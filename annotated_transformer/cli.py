@@ -16,7 +16,7 @@ from .train import TrainingError
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
 from .evaluation import evaluate_run, run_splits, evaluation_summary
-from .parser import load_parser, parse, parse_gold, read_sentences, read_gold
+from .parser import load_parser, parse, parse_gold, read_sentences, read_gold, max_words
 from .launch import run_task
 from .variations import GridSettings, ROWS, run_grid
 from .table3 import write_summary
@@ -100,7 +100,7 @@ def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
     cls = type(obj)
     group = parser.add_argument_group(f"{cls.__name__} options", (cls.__doc__ or "").strip())
     hints, helps = typing.get_type_hints(cls), field_help(cls)
-    for f in fields(obj):
+    for f in (f for f in fields(obj) if f.metadata.get("option", True)):  # a field marked option=False is not an option
         if f.name in seen: raise ValueError(f"field {f.name!r} appears in two config classes; options must be unique")
         seen.add(f.name)
         tp, default = hints[f.name], getattr(obj, f.name)
@@ -125,7 +125,7 @@ def train_argparser(task: str = "copy", # whose preset gives the defaults
                  find: bool = False, # only to find the task: no --help, any word as the task
                 ) -> argparse.ArgumentParser:
     "The `at-train` parser: the tasks with one line each, every field an option with help and the defaults of `task`."
-    listing = "\n".join(f"  {name:<11} {t.description}" for name, t in TASKS.items())
+    listing = "\n".join(f"  {name:<16} {t.description}" for name, t in TASKS.items())
     parser = argparse.ArgumentParser(
         prog="at-train", usage="at-train TASK [--option VALUE ...]", formatter_class=_HelpFormatter, add_help=not find,
         description="Train a Transformer (Attention Is All You Need) on a task preset. Each option overrides one setting "
@@ -137,7 +137,7 @@ def train_argparser(task: str = "copy", # whose preset gives the defaults
     if find: parser.add_argument("task", nargs="?")
     else: parser.add_argument("task", choices=list(TASKS), metavar="TASK", help="one of the tasks above")
     seen = set()
-    for obj in (*task_preset(task), ModelSpec()): _add_fields(parser, obj, seen)
+    for obj in (*task_preset(task), *([ModelSpec()] if TASKS[task].kind != "chart" else [])): _add_fields(parser, obj, seen)
     return parser
 
 
@@ -160,12 +160,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
     ns = vars(parser.parse_args(argv))
     out = []
     for obj in task_preset(task):
-        kw = {f.name: ns[f.name] for f in fields(obj)}
+        kw = {f.name: ns[f.name] for f in fields(obj) if f.name in ns}
         if "betas" in kw: kw["betas"] = tuple(kw["betas"])
         try: out.append(type(obj)(**kw))
         except ValueError as e: parser.error(as_option(e))  # a config's own check (e.g. max_steps=0): one usage line, exit 2
     if out[1].device.startswith("cuda") and not torch.cuda.is_available(): parser.error(f"--device {out[1].device}: no CUDA device is available")
-    out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
+    if "rnn_cell" in ns: out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return (task, *out)
 
 # %% ../nbs/15_cli.ipynb #0b6fda62
@@ -261,7 +261,7 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 # %% ../nbs/15_cli.ipynb #38fa2cc6
 def _parse(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
-    p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample)")
+    p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample, or ptb-chart / ptb-chart-sample)")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr")
     p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout); written only when all are parsed")
@@ -282,12 +282,12 @@ def _parse(argv: list[str]) -> int:
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
     model, vocab = load_parser(a.checkpoint, device)
-    max_words = (model.cfg.max_len - 1) - 3  # the shortest tree of n words, (X XX ... XX )X EOS, must fit the output limit
+    longest = max_words(model)
     if a.gold:
-        r = parse_gold(model, vocab, read_gold(a.gold, max_words), **kw)
+        r = parse_gold(model, vocab, read_gold(a.gold, longest), **kw)
         lines = [str(t) for t in r["trees"]]
     else:
-        sents = read_sentences(a.input or "-", max_words)
+        sents = read_sentences(a.input or "-", longest)
         res = parse(model, vocab, sents, **kw)
         lines, n_repaired = [str(t) for t, _ in res], sum(bool(r) for _, r in res)
     text = "".join(l + "\n" for l in lines)

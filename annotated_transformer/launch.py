@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from .config import TransformerConfig, TrainConfig
 from .rnn import RNNConfig
+from .chart import ChartConfig
 from .data import atomic_write
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
@@ -17,7 +18,8 @@ from .checkpoint import CheckpointError, model_from_config, newest_checkpoint
 from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
 from .train import Trainer, seed_everything
 from .distributed import init_distributed, cleanup_distributed
-from .tasks import TASKS, DataSpec, build_data
+from .tasks import TASKS, DataSpec, build_data, build_chart_data
+from .chart import ChartObjective
 from .model import count_parameters
 from .parser import build_parsing_data
 
@@ -70,7 +72,10 @@ def closing_lines(trainer, out: dict, report: dict, seconds: float, cpu_seconds:
     n = torch.get_num_threads()
     print(f"trained {out.get('step', trainer.step)} steps in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {n} thread{'s' * (n != 1)}, "
           f"{trainer.cfg.precision}, {trainer.world_size} process{'es' * (trainer.world_size != 1)})")
-    words = [f"training loss {out['loss']:.4f} per target token (label-smoothed)"] if "loss" in out else []
+    unit = "per sentence" if trainer.objective is not None else "per target token (label-smoothed)"
+    words = [f"training loss {out['loss']:.4f} {unit}"] if "loss" in out else []
+    if "val_f1" in out: words.append(f"dev F1 {out['val_f1']:.2f} (EVALB, all {out['val_sentences']} sentences)")
+    if trainer.best: words.append(f"best {trainer.best['metric']} {trainer.best['value']:.2f} at step {trainer.best['step']} (best.pt)")
     if "val_loss" in out:
         words.append(f"validation loss {out['val_loss']:.4f}, cross-entropy {out['val_nll']:.4f}, perplexity {out['val_ppl']:.2f}")
     if "exact_match" in report: words.append(f"exact match {report['exact_match']:.1%} on {report['n_eval']} fresh sequences")
@@ -79,7 +84,7 @@ def closing_lines(trainer, out: dict, report: dict, seconds: float, cpu_seconds:
 
 # %% ../nbs/14b_launch.ipynb #d982312c
 def run_task(task: str, # a name of `TASKS`
-             mcfg: TransformerConfig | RNNConfig, # the model (sized again to the data's vocabulary)
+             mcfg: TransformerConfig | RNNConfig | ChartConfig, # the model (sized again to the data's vocabulary)
              tcfg: TrainConfig, # how to train, and the run directory
              spec: DataSpec, # the data
              command: str = "", # the command line, recorded in checkpoints and run.json
@@ -102,12 +107,14 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
-        build = build_parsing_data if TASKS[task].kind == "parsing" else build_data
+        kind = TASKS[task].kind
+        build = dict(parsing=build_parsing_data, chart=build_chart_data).get(kind, build_data)
         data = build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
-        model = model_from_config(data.model_config)  # a Transformer, or the RNN with --model rnn
+        model = model_from_config(data.model_config)  # a Transformer, the RNN with --model rnn, or the chart parser
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
-                          extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts))
+                          extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts),
+                          objective=ChartObjective(data.tokenizer) if kind == "chart" else None)
         if info.is_main:
             print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
                   f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "
@@ -118,7 +125,7 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
         if "stopped_by" in out:  # saved and said so (`fit`); a non-zero status stops `at-train ... && at-evaluate ...`
             return SIGNAL_EXIT.get(out["stopped_by"], 130)
         if info.is_main:
-            report = sample_report(trainer, spec, data.tokenizer, data.valid) if TASKS[task].kind != "parsing" else {}
+            report = sample_report(trainer, spec, data.tokenizer, data.valid) if kind not in ("parsing", "chart") else {}
             path = write_copy_results(trainer, out, report, seconds, cpu_seconds) if spec.recipe == "copy" else None
             closing_lines(trainer, out, report, seconds, cpu_seconds, path)
         return 0

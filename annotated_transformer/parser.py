@@ -21,10 +21,11 @@ from dataclasses import replace
 from .config import TransformerConfig, TrainConfig
 from .batching import make_loader
 from .tasks import DataSpec, TaskData
+from .chart import ChartVocab, ChartParser, chart_parse
 
 # %% auto #0
-__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'parse_gold',
-           'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
+__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'max_words',
+           'parse_gold', 'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/13b_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -143,7 +144,8 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
           batch_size: int = 32, # sentences per batch (each decodes beam_size rows)
           constrained: bool = True, # decode under `TreeConstraint` (False: any token sequence, repaired afterwards)
          ) -> list[tuple[Tree, list[str]]]: # per sentence, the (repaired) tree and the repairs made
-    "Parse tokenized sentences: encode the words, decode a linearization, rebuild (and repair) the tree."
+    "Parse tokenized sentences: encode the words, decode a linearization, rebuild (and repair) the tree; a chart parser by CKY."
+    if isinstance(model, ChartParser): return [(t, []) for t in chart_parse(model, vocab, sentences, batch_size=batch_size)]
     model.eval()
     dev, cfg = next(model.parameters()).device, model.cfg
     srcs = [vocab.encode_src(s)[: cfg.max_len - 1] + [vocab.eos_id] for s in sentences]
@@ -161,9 +163,14 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
         for i, row in zip(idx, ids): out[i] = delinearize(vocab.decode_tgt(row), sentences[i])
     return out
 
-def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer, ParsingVocab]:
-    "The model (eval mode) and vocabulary of a parsing checkpoint (a file or a run directory)."
+def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer | ChartParser, ParsingVocab | ChartVocab]:
+    "The model (eval mode) and vocabulary of either parser's checkpoint (a file or a run directory)."
     ck = load_checkpoint(path)
+    if isinstance(ck.get("tokenizer"), dict) and ck["tokenizer"].get("kind") == "chart":  # the chart parser of 13c
+        vocab, cfg = ChartVocab.from_state_dict(ck["tokenizer"]), ck["model_config"]
+        if [cfg.get(k) for k in ("n_words", "n_chars", "n_labels")] != [len(vocab.words), len(vocab.chars), len(vocab.labels)]:
+            raise CheckpointError(f"{path}: its vocabulary does not match the model's sizes")
+        return load_model(ck, device), vocab
     try: vocab = ParsingVocab.from_state_dict(ck.get("tokenizer"))
     except ValueError as e: raise CheckpointError(f"{path}: {e}") from None
     cfg = ck["model_config"]
@@ -171,6 +178,10 @@ def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer, Par
         raise CheckpointError(f"{path}: vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
                               f"model's {cfg.get('src_vocab_size')}/{cfg.get('tgt_vocab_size')}")
     return load_model(ck, device), vocab
+
+def max_words(model) -> int:
+    "The longest sentence a parser takes: the chart parser's positions minus BOS and EOS; the sequence-to-sequence parser's shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
+    return model.cfg.max_len - 2 if isinstance(model, ChartParser) else (model.cfg.max_len - 1) - 3
 
 def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:
     "Parse the words of gold trees and score them with `evalb` (gold POS tags put on the XX preterminals)."

@@ -12,9 +12,12 @@ from .data import load_recipe, copy_task_pairs, encode_pairs, SubwordTokenizer
 from .batching import make_loader
 from .copy_task import copy_config
 from .rnn import RNNConfig
+from .trees import recipe_trees
+from .chart import ChartConfig, ChartVocab, chart_loader
 
 # %% auto #0
-__all__ = ['TASKS', 'PARSING_RECIPES', 'DataSpec', 'Task', 'task_preset', 'ModelSpec', 'model_config', 'TaskData', 'build_data']
+__all__ = ['TASKS', 'PARSING_RECIPES', 'DataSpec', 'Task', 'task_preset', 'ModelSpec', 'model_config', 'TaskData', 'build_data',
+           'build_chart_data']
 
 # %% ../nbs/10a_tasks.ipynb #0c5e2941
 @dataclass
@@ -41,8 +44,8 @@ class Task:
     "A task of `at-train`: its name, one line for `--help`, the kind of data builder, and the three configs."
     name: str
     description: str  # one line for `at-train --help`
-    kind: str  # "copy", "translation" or "parsing": which `build_*_data` makes its loaders
-    model: TransformerConfig
+    kind: str  # "copy", "translation", "parsing" or "chart": which `build_*_data` makes its loaders
+    model: TransformerConfig | ChartConfig
     train: TrainConfig
     data: DataSpec
 
@@ -98,6 +101,16 @@ TASKS = {t.name: t for t in [
     TrainConfig(max_steps=300, warmup_steps=100, max_tokens=3000, eval_every=100, save_every=100, keep_last=2,
                   run_dir="runs/ptb-sample"),
     DataSpec("ptb-sample", "dev", 2000)),
+    Task("ptb-chart", "the follow-up parser (13c_chart_parser): the encoder with CKY, 4 x 256, on WSJ; dev F1 kept best", "chart",
+         ChartConfig(n_layers=4, d_model=256, n_heads=8, d_ff=1024, dropout=0.2, d_label=250),
+         TrainConfig(max_steps=6000, warmup_steps=800, lr_factor=0.5, max_tokens=1500, clip_norm=5.0, eval_every=500,
+                     save_every=250, keep_last=2, keep_best="val_f1", log_every=25, run_dir="runs/ptb-chart"),
+         DataSpec("ptb", "dev")),
+    Task("ptb-chart-sample", "the chart parser on NLTK's free WSJ sample, 2 x 128: minutes on a CPU", "chart",
+         ChartConfig(n_layers=2, d_model=128, n_heads=4, d_ff=256, dropout=0.2, d_label=128),
+         TrainConfig(max_steps=600, warmup_steps=100, lr_factor=0.5, max_tokens=800, clip_norm=5.0, eval_every=100,
+                     save_every=100, keep_last=2, keep_best="val_f1", run_dir="runs/ptb-chart-sample"),
+         DataSpec("ptb-sample", "dev")),
 ]}
 
 def task_preset(name: str) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
@@ -132,7 +145,7 @@ class TaskData:
     train: object  # DataLoader of training `Batch`es
     valid: object  # DataLoader of validation `Batch`es
     tokenizer: object  # `SubwordTokenizer`, `ParsingVocab` or None; saved into checkpoints
-    model_config: TransformerConfig | RNNConfig  # the task's model config with the vocabulary sizes of `tokenizer`
+    model_config: TransformerConfig | RNNConfig | ChartConfig  # the task's model config with the vocabulary sizes of `tokenizer`
     counts: dict = field(default_factory=dict)  # what was read and dropped (parsing)
 
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
@@ -163,3 +176,18 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
     val_loader = make_loader(val_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size)
     if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
     return TaskData(train_loader, val_loader, tok, mcfg)
+
+def build_chart_data(spec: DataSpec, mcfg: ChartConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
+                     tokenizer_state: dict | None = None) -> TaskData:
+    "Tree loaders for the chart parser (this rank's shard): the vocabulary from the training trees only, or restored on resume."
+    data_dir = spec.data_dir or None
+    train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
+    vocab = ChartVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None else ChartVocab.from_trees(train)
+    fits = lambda t: len(t.words()) + 2 <= min(mcfg.max_len, tcfg.max_tokens)
+    kept, dev = [t for t in train if fits(t)], dev[: spec.n_valid or None]
+    if not all(fits(t) for t in dev):  # dev F1 is over every dev sentence: none may be dropped
+        raise ValueError(f"max_tokens={tcfg.max_tokens}: a {spec.valid_split} sentence is longer; raise --max-tokens or --max-len")
+    counts = dict(train_trees=len(train), train_too_long=len(train) - len(kept), dev_trees=len(dev), words=len(vocab.words),
+                  chars=len(vocab.chars), labels=len(vocab.labels))
+    loader = lambda trees, shuffle: chart_loader(vocab, trees, tcfg.max_tokens, shuffle, tcfg.seed, rank, world_size)
+    return TaskData(loader(kept, True), loader(dev, False), vocab, vocab.sized(mcfg), counts)

@@ -71,7 +71,8 @@ def test_tasks_are_values_not_registrations():
     before = dict(TASKS)
     for m in ("parser", "evaluation", "variations", "bench", "cli"): importlib.reload(importlib.import_module(f"annotated_transformer.{m}"))
     assert TASKS == before and {"copy", "multi30k", "ptb", "ptb-small", "ptb-sample"} <= set(TASKS)
-    assert all(len(t.description) > 10 and t.kind in ("copy", "translation", "parsing") for t in TASKS.values())
+    assert all(len(t.description) > 10 and t.kind in ("copy", "translation", "parsing", "chart") for t in TASKS.values())
+    assert {"ptb-chart", "ptb-chart-sample"} <= set(TASKS)
 
 @pytest.mark.slow
 def test_full_copy_run_reaches_99_percent(tmp_path):

@@ -1,0 +1,58 @@
+"""The chart parser (13c) end to end: at-train ptb-chart-sample trains, keeps the best checkpoint on dev F1 and resumes;
+at-parse reads its checkpoints (trees over exactly the input words, EVALB with --gold) and refuses bad input in one line."""
+import pytest
+import torch
+from annotated_transformer.cli import train_main, parse_main
+from annotated_transformer.checkpoint import load_checkpoint, CheckpointError, write_checkpoint
+from annotated_transformer.runs import read_metrics
+from annotated_transformer.parser import load_parser
+from annotated_transformer.trees import parse_tree
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    "A 20-step ptb-chart-sample run (fp32), shared by the tests below."
+    from conftest import SHARED_DATA
+    if not (SHARED_DATA / "ptb_sample").is_dir(): pytest.skip(f"NLTK's sample not found in {SHARED_DATA}")
+    run = tmp_path_factory.mktemp("chart") / "run"
+    rc = train_main(["ptb-chart-sample", "--data-dir", str(SHARED_DATA), "--max-steps", "20", "--eval-every", "10", "--save-every", "10",
+               "--precision", "fp32", "--run-dir", str(run), "--no-progress"])
+    assert rc == 0
+    return run
+
+
+def test_train_keeps_the_best_dev_f1_and_resumes(trained, shared_data, cli):
+    f1 = [r["val_f1"] for r in read_metrics(trained) if "val_f1" in r]
+    assert len(f1) == 2 and all(0 <= v <= 100 for v in f1)
+    best = load_checkpoint(trained / "best.pt")
+    assert best["extra"]["best"]["value"] == max(f1) and best["model_config"]["model"] == "chart"
+    assert best["tokenizer"]["kind"] == "chart"
+    r = cli(train_main, "ptb-chart-sample", "--data-dir", shared_data, "--max-steps", "25", "--eval-every", "10", "--precision", "fp32",
+            "--run-dir", trained, "--no-progress", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "resumed from" in r.stdout and "dev F1" in r.stdout and load_checkpoint(trained)["step"] == 25
+
+
+def test_parse_prints_trees_over_the_input_words(trained, cli, tmp_path):
+    text = "The dog saw a cat .\nPrices rose sharply in October .\n"
+    r = cli(parse_main, "--checkpoint", trained / "best.pt", stdin=text)
+    assert r.returncode == 0, r.stderr
+    trees = [parse_tree(l) for l in r.stdout.splitlines()]
+    assert [t.words() for t in trees] == [l.split() for l in text.splitlines()] and all(t.label == "TOP" for t in trees)
+    gold = tmp_path / "gold.txt"
+    gold.write_text("(TOP (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)))\n")
+    g = cli(parse_main, "--checkpoint", trained, "--gold", gold)
+    assert g.returncode == 0 and "EVALB (COLLINS.prm)" in g.stderr and parse_tree(g.stdout.strip()).words() == "The dog saw a cat .".split()
+
+
+def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
+    r = cli(parse_main, "--checkpoint", trained, stdin="one two\n\nthree\n")
+    assert r.returncode == 1 and "<stdin>, line 2: empty line" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    long = cli(parse_main, "--checkpoint", trained, stdin="w " * 400 + "\n")
+    assert long.returncode == 1 and "line 1: 400 words; this model parses at most 298" in long.stderr
+    ck = load_checkpoint(trained / "best.pt"); ck["tokenizer"]["labels"] = ck["tokenizer"]["labels"][:-1]
+    write_checkpoint(ck, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="does not match the model's sizes"): load_parser(tmp_path / "bad.pt")
+    out = tmp_path / "trees.txt"
+    bad = cli(parse_main, "--checkpoint", tmp_path / "bad.pt", "--output", out, stdin="a b\n")
+    assert bad.returncode == 1 and not out.exists()  # nothing half-written
