@@ -281,7 +281,8 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
         if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
         if not jobs: return read_table(csv_path)
         data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)  # the tokenizer, trained once here
-        _check_settings(out, s, write=True, seeds=seeds, workers=workers)  # once the data is ready: a grid that cannot start leaves nothing
+        _check_settings(out, s, write=True, seeds=seeds, workers=workers,  # once the data is ready: a grid that cannot start leaves nothing
+                        threads_per_run=1 if workers > 1 else torch.get_num_threads())
         run_root = Path(run_root or out / "runs")
         def record(name, seed, run_dir, rec):
             shutil.copyfile(run_dir / "metrics.jsonl", out / "metrics" / f"{_slug(name)}-seed{seed}.jsonl")
