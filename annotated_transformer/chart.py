@@ -67,31 +67,31 @@ def cky(scores: Tensor, # (B, N+1, N+1, L) label scores of span (i, j); label 0 
         lengths: Tensor, # (B,) words per sentence
        ) -> tuple[list[list[tuple[int, int, int]]], Tensor]: # per sentence its labelled spans (i, j, label id); the best trees' scores (B,)
     "The highest-scoring tree: sum of its spans' label scores, every span (i, j) of a binary bracketing labelled (∅ allowed except at the root)."
-    B, N = scores.shape[0], scores.shape[1] - 1
+    B, N, dev = scores.shape[0], scores.shape[1] - 1, scores.device
+    lengths = lengths.to(dev)
     best, label = scores.max(-1)  # (B, N+1, N+1): the best label of every span
     root_best, root_label = scores[..., 1:].max(-1)  # the root span must be a constituent
-    chart = scores.new_zeros(B, N + 1, N + 1); split = torch.zeros(B, N + 1, N + 1, dtype=torch.long)
-    rows = torch.arange(B)
+    chart = scores.new_zeros(B, N + 1, N + 1); split = torch.zeros(B, N + 1, N + 1, dtype=torch.long, device=dev)
+    rows = torch.arange(B, device=dev)
     for w in range(1, N + 1):
-        i = torch.arange(0, N + 1 - w); j = i + w  # every span of width w
+        i = torch.arange(0, N + 1 - w, device=dev); j = i + w  # every span of width w
         here, lab = best[:, i, j].clone(), label[:, i, j].clone()  # (B, N+1-w)
         root = lengths == w  # sentences whose whole span has this width
         here[root, 0], lab[root, 0] = root_best[root, 0, w], root_label[root, 0, w] + 1
         label[rows[root], 0, w] = lab[root, 0]
         if w > 1:
-            k = i[:, None] + torch.arange(1, w)[None, :]  # (N+1-w, w-1) split points
+            k = i[:, None] + torch.arange(1, w, device=dev)[None, :]  # (N+1-w, w-1) split points
             both = chart[:, i[:, None], k] + chart[:, k, j[:, None]]  # (B, N+1-w, w-1)
             m, arg = both.max(-1)
             here = here + m; split[:, i, j] = torch.gather(k.expand(B, -1, -1), 2, arg.unsqueeze(-1)).squeeze(-1)
         chart[:, i, j] = here
-    out = []
-    for b in range(B):
-        n, spans, stack = int(lengths[b]), [], [(0, int(lengths[b]))]
+    out, label, split = [], label.tolist(), split.tolist()  # the backtrace reads plain lists
+    for b, n in enumerate(lengths.tolist()):
+        spans, stack = [], [(0, n)]
         while stack:
             i, j = stack.pop()
-            l = int(label[b, i, j])
-            if l: spans.append((i, j, l))
-            if j - i > 1: k = int(split[b, i, j]); stack += [(k, j), (i, k)]
+            if label[b][i][j]: spans.append((i, j, label[b][i][j]))
+            if j - i > 1: k = split[b][i][j]; stack += [(k, j), (i, k)]
         out.append(sorted(spans, key=lambda s: (s[0], -s[1])))
     return out, chart[rows, 0, lengths]
 
@@ -268,7 +268,7 @@ def chart_parse(model: ChartParser, vocab: ChartVocab, sentences: list[list[str]
     for k in range(0, len(order), batch_size):
         idx = order[k: k + batch_size]
         x = chart_batch(vocab, [sentences[i] for i in idx]).to(dev)
-        spans, _ = cky(model(x.words, x.chars, x.lengths).float(), x.lengths.cpu())
+        spans, _ = cky(model(x.words, x.chars, x.lengths).float(), x.lengths)
         for b, i in enumerate(idx):
             out[i] = spans_to_tree(sentences[i], tags[i] if tags else ["XX"] * len(sentences[i]),
                                    [(s, e, vocab.labels[l]) for s, e, l in spans[b]])

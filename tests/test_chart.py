@@ -56,3 +56,13 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
     out = tmp_path / "trees.txt"
     bad = cli(parse_main, "--checkpoint", tmp_path / "bad.pt", "--output", out, stdin="a b\n")
     assert bad.returncode == 1 and not out.exists()  # nothing half-written
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cky_on_cuda_equals_cpu():
+    from annotated_transformer.chart import cky
+    torch.manual_seed(0)
+    s = torch.randn(4, 9, 9, 6); s[..., 0] = 0
+    lengths = torch.tensor([8, 3, 1, 5])
+    cpu, gpu = cky(s, lengths), cky(s.cuda(), lengths.cuda())
+    assert cpu[0] == gpu[0] and torch.allclose(cpu[1], gpu[1].cpu())
