@@ -344,7 +344,7 @@ def variations_main(argv: list[str] | None = None) -> int:
 def _int_list(text, low: int = 1):
     try: xs = tuple(int(x) for x in text.split(",") if x)
     except ValueError: raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
-    if not xs or min(xs) < low or len(set(xs)) < len(xs): raise argparse.ArgumentTypeError(f"{text!r}: expected distinct integers >= {low}")
+    if not xs or min(xs) < low or len(set(xs)) < len(xs): raise argparse.ArgumentTypeError(f"{text!r}: expected distinct {'positive integers' if low == 1 else f'integers >= {low}'}")
     return xs
 
 class _OneLineErrors(argparse.ArgumentParser):

@@ -276,7 +276,8 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
                          "an older grid's file: use another --out")
     lock_run(out, f"run_grid {out}")  # a second grid on this directory is refused: two writers would tear the CSV
     try:
-        done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
+        try: done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
+        except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
         jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]  # row by row: each row's seeds finish together
         if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
         if not jobs: return read_table(csv_path)

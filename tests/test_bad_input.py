@@ -249,12 +249,12 @@ def grid_with(c, table: str | bytes | None = None, settings: str | None = None, 
 def table3(torn: bool = False) -> str:
     "A valid table3.csv with the base row; `torn`: then a second row cut off mid-line (an interrupted append)."
     from annotated_transformer.variations import CSV_FIELDS
-    rec = dict(row="base", group="base", changed="-", n_layers=3, d_model=32, d_ff=128, n_heads=8, d_k=4, dropout=0.1,
+    rec = dict(row="base", group="base", seed=0, changed="-", n_layers=3, d_model=32, d_ff=128, n_heads=8, d_k=4, dropout=0.1,
                label_smoothing=0.1, positional="sinusoidal", params=60000, dev_ppl=300.5, dev_nll=5.7, dev_bleu=0.0,
                dev_chrf=1.0, final_train_loss=6.0, steps=2, train_seconds=1.0, bleu_seconds=0.5, paper_ppl=4.92,
                paper_bleu=25.8, paper_params_m=65)
     f = io.StringIO(); w = csv.DictWriter(f, CSV_FIELDS, lineterminator="\n"); w.writeheader(); w.writerow(rec)
-    return f.getvalue() + ("C N=2,C,n_layers=1,1,32,128,8,4,0.1,0.1,sinus" if torn else "")
+    return f.getvalue() + ("C N=2,C,0,n_layers=1,1,32,128,8,4,0.1,0.1,sinus" if torn else "")
 
 def grid_resumed(c):
     from annotated_transformer.variations import read_table
