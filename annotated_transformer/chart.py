@@ -20,7 +20,7 @@ from .evalb import evalb_sentence
 # %% auto #0
 __all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'ChartParser', 'tree_score',
            'margin_loss', 'span_loss', 'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader', 'chart_parse',
-           'ChartObjective']
+           'ChartObjective', 'plot_span_chart']
 
 # %% ../nbs/13c_chart_parser.ipynb #21cb02bb
 EMPTY = "∅"  # the empty label: a span that is not a constituent (label id 0)
@@ -300,3 +300,30 @@ class ChartObjective:
         m, g, t, n = sums.tolist()
         p, r = (m / t if t else 0.0), (m / g if g else 0.0)
         return dict(val_f1=100 * (2 * p * r / (p + r) if p + r else 0.0), val_precision=100 * p, val_recall=100 * r, val_sentences=int(n))
+
+# %% ../nbs/13c_chart_parser.ipynb #82830c75
+def plot_span_chart(scores: Tensor, # (N+1, N+1, L) label scores of one sentence (its own length or more)
+                    words: list[str], # the sentence
+                    spans: list[tuple[int, int, int]], # the tree's labelled spans (i, j, label id), from `cky`
+                    labels: list[str], # label names by id
+                    ax=None, title: str | None = None):
+    "A heatmap of each span's best constituent score (column: first word, row: width), the tree's spans outlined and named."
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    n = len(words)
+    best = scores[: n + 1, : n + 1, 1:].max(-1).values.float().cpu()  # (n+1, n+1)
+    grid = torch.full((n, n), float("nan"))  # [width - 1, start]
+    for w in range(1, n + 1):
+        for i in range(n - w + 1): grid[w - 1, i] = best[i, i + w]
+    if ax is None: _, ax = plt.subplots(figsize=(min(7, 1 + 0.55 * n), min(5.5, 1 + 0.45 * n)))
+    lim = float(grid.nan_to_num(0).abs().max()) or 1.0
+    im = ax.imshow(grid, cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower", aspect="auto")
+    for i, j, l in spans:
+        ax.add_patch(Rectangle((i - 0.5, j - i - 1.5), 1, 1, fill=False, lw=2, color="k"))
+        ax.text(i, j - i - 1, labels[l], ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(n), words, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(n), range(1, n + 1), fontsize=8)
+    ax.set_xlabel("first word of the span"); ax.set_ylabel("span width (words)")
+    ax.figure.colorbar(im, ax=ax, label="best constituent score (empty = 0)", shrink=0.8)
+    if title: ax.set_title(title, fontsize=9)
+    return ax

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['EvalbParams', 'evalb_brackets', 'evalb_sentence', 'evalb', 'with_tags']
+__all__ = ['EvalbParams', 'evalb_brackets', 'evalb_sentence', 'evalb', 'with_tags', 'evalb_breakdown']
 
 # %% ../nbs/13a_evalb.ipynb #29b84101
 @dataclass
@@ -81,3 +81,25 @@ def with_tags(test: Tree, gold: Tree) -> Tree:
         if t.is_preterminal(): return Tree(next(tags, t.label), list(t.children))
         return Tree(t.label, [go(c) for c in t.children])
     return go(test)
+
+# %% ../nbs/13a_evalb.ipynb #cc0a631c
+def _prf(m: int, g: int, t: int) -> dict:
+    P, R = (100 * m / t if t else 0.0), (100 * m / g if g else 0.0)
+    return dict(match=m, gold=g, test=t, recall=R, precision=P, f1=2 * P * R / (P + R) if P + R else 0.0)
+
+def evalb_breakdown(golds: list[Tree], tests: list[Tree], p: EvalbParams = EvalbParams(),
+                    edges: tuple = (10, 20, 30, 40), # upper ends of the length bins; longer sentences form the last bin
+                   ) -> dict: # {"by_label": {label: counts and P/R/F1}, "by_length": [{"lengths", "sentences", counts and P/R/F1}]}
+    "Labelled recall, precision and F1 per constituent label and per sentence-length bin, with EVALB's brackets."
+    if len(golds) != len(tests): raise ValueError(f"{len(golds)} gold trees but {len(tests)} test trees; they must align")
+    labels, bins = {}, [dict(lengths=f"{lo + 1}-{hi}", hi=hi, n=0, m=0, g=0, t=0)
+                        for lo, hi in zip((0,) + edges, edges)] + [dict(lengths=f"{edges[-1] + 1}+", hi=None, n=0, m=0, g=0, t=0)]
+    for gold, test in zip(golds, tests):
+        (gb, gw, length), (tb, tw, _) = evalb_brackets(gold, p), evalb_brackets(test, p)
+        if gw != tw: continue  # EVALB skips a sentence whose words differ
+        b = next(b for b in bins if b["hi"] is None or length <= b["hi"])
+        b["n"] += 1; b["m"] += sum((gb & tb).values()); b["g"] += sum(gb.values()); b["t"] += sum(tb.values())
+        for side, counts in (("g", gb), ("t", tb), ("m", gb & tb)):
+            for (label, _, _), k in counts.items(): labels.setdefault(label, Counter())[side] += k
+    return dict(by_label={l: _prf(c["m"], c["g"], c["t"]) for l, c in sorted(labels.items(), key=lambda x: -x[1]["g"])},
+                by_length=[dict(lengths=b["lengths"], sentences=b["n"], **_prf(b["m"], b["g"], b["t"])) for b in bins])
