@@ -16,6 +16,7 @@ from functools import partial
 from torch.utils.data import DataLoader
 from .batching import TokenBatchSampler
 from .evalb import evalb_sentence
+from .data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'ChartParser', 'tree_score',
@@ -114,9 +115,12 @@ class ChartConfig:
     d_label: int = 250  # hidden width of the span classifier
     word_dropout: float = 0.2  # training: a word is replaced by UNK with this probability (its characters stay)
     max_len: int = 300  # longest sentence + 2 the positional table covers
+    word_features: str = "words+chars"  # "words+chars": a word embedding plus a character convolution; "subwords": mean-pooled BPE pieces, no word table
 
     def __post_init__(self):
         if self.model != "chart": raise ValueError(f"model={self.model!r}: a ChartConfig describes model 'chart'")
+        if self.word_features not in ("words+chars", "subwords"):
+            raise ValueError(f"word_features={self.word_features!r}: expected 'words+chars' or 'subwords'")
         for name in ("n_words", "n_chars", "n_labels"):
             if getattr(self, name) < 0: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= 0 (0: sized from the data)")
         for name in ("n_layers", "d_model", "n_heads", "d_ff", "d_char", "d_label", "max_len"):
@@ -131,15 +135,22 @@ class ChartParser(nn.Module):
     def __init__(self, cfg: ChartConfig):
         super().__init__()
         self.cfg, D = cfg, cfg.d_model
-        self.word_embed = nn.Embedding(cfg.n_words, D, padding_idx=PAD)
-        self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
-        self.char_conv = nn.Conv1d(cfg.d_char, D, 3, padding=1)
+        self.subwords = cfg.word_features == "subwords"
+        if self.subwords: self.char_embed = nn.Embedding(cfg.n_chars, D, padding_idx=PAD)  # pieces, mean-pooled per word
+        else:
+            self.word_embed = nn.Embedding(cfg.n_words, D, padding_idx=PAD)
+            self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
+            self.char_conv = nn.Conv1d(cfg.d_char, D, 3, padding=1)
         self.pos = PositionalEncoding(D, cfg.max_len, cfg.dropout)
         self.encoder = Encoder(cfg.n_layers, D, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True)
         self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), nn.Dropout(cfg.dropout),
                                    nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
 
-    def embed(self, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character ids -> (B, S, D)
+    def embed(self, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character (or piece) ids -> (B, S, D)
+        if self.subwords:  # the mean of each word's piece embeddings
+            keep = (chars != PAD).unsqueeze(-1)  # (B, S, C, 1)
+            x = (self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1)  # (B, S, D)
+            return self.pos(x * math.sqrt(self.cfg.d_model))
         if self.training and self.cfg.word_dropout:
             drop = (torch.rand(words.shape, device=words.device) < self.cfg.word_dropout) & (words > EOS)
             words = words.masked_fill(drop, UNK)
@@ -188,29 +199,39 @@ def span_loss(scores: Tensor, gold: Tensor, lengths: Tensor) -> Tensor:
 
 # %% ../nbs/13c_chart_parser.ipynb #1df4971b
 class ChartVocab:
-    "Words, characters and span labels of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label 0: the empty label)."
-    def __init__(self, words: list[str], chars: list[str], labels: list[str]):
+    "Words, characters (or BPE pieces) and span labels of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label 0: the empty label)."
+    def __init__(self, words: list[str], chars: list[str], labels: list[str], pieces: dict | None = None):
         self.words, self.chars, self.labels = list(words), list(chars), list(labels)
+        self.pieces = pieces  # a `SubwordTokenizer`'s state: words are then spelled in its pieces (pad 0, bos 1, eos 2)
+        self._sp = SubwordTokenizer.from_state_dict(pieces) if pieces else None
+        if self._sp: self.chars = [f"piece {k}" for k in range(self._sp.vocab_size)]
         self.word_id, self.char_id = {w: k for k, w in enumerate(self.words)}, {c: k for k, c in enumerate(self.chars)}
         self.label_id = {l: k for k, l in enumerate(self.labels)}
 
     @classmethod
     def from_trees(cls, trees: list[Tree], # the training trees
                    min_count: int = 2, # rarer words are UNK (the characters still spell them)
+                   subwords: int = 0, # > 0: also a BPE vocabulary of this size over the training words (`word_features="subwords"`)
                   ) -> "ChartVocab":
         w, c, l = Counter(), Counter(), Counter()
         for t in trees:
             words, _, spans = tree_spans(t)
             w.update(words); c.update(ch for x in words for ch in x); l.update(s[2] for s in spans)
         special = ["<pad>", "<unk>", "<s>", "</s>"]
-        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c), [EMPTY] + sorted(l))
+        pieces = SubwordTokenizer.train([" ".join(t.words()) for t in trees], vocab_size=subwords).state_dict() if subwords else None
+        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c), [EMPTY] + sorted(l), pieces)
 
-    def state_dict(self) -> dict: return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels)
+    def units(self, word: str) -> list[int]:
+        "The ids that spell a word: its characters, or its BPE pieces."
+        if self._sp: return self._sp.encode(word)
+        return [self.char_id.get(c, UNK) for c in word]
+
+    def state_dict(self) -> dict: return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces)
     @classmethod
     def from_state_dict(cls, d: dict) -> "ChartVocab":
         if not isinstance(d, dict) or d.get("kind") != "chart":
             raise ValueError("the checkpoint holds no chart parser vocabulary (was it trained with at-train ptb-chart or ptb-chart-sample?)")
-        return cls(d["words"], d["chars"], d["labels"])
+        return cls(d["words"], d["chars"], d["labels"], d.get("pieces"))
 
     def sized(self, cfg: "ChartConfig") -> "ChartConfig":
         "`cfg` with this vocabulary's sizes."
@@ -230,12 +251,14 @@ class ChartBatch:
 def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree] | None = None, max_chars: int = 20) -> ChartBatch:
     "A `ChartBatch` of tokenized sentences (and their gold trees: labels unseen in training are left out of the gold chart)."
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
-    C = min(max_chars, max(len(w) for s in sentences for w in s))
+    units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
+    C = max(len(u) for us in units for u in us)
     words = torch.full((len(n), N + 2), PAD, dtype=torch.long); chars = torch.full((len(n), N + 2, C), PAD, dtype=torch.long)
+    bos, eos = (SubwordTokenizer.bos_id, SubwordTokenizer.eos_id) if vocab.pieces else (BOS, EOS)
     for b, s in enumerate(sentences):
         words[b, : len(s) + 2] = torch.tensor([BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS])
-        chars[b, 0, 0], chars[b, len(s) + 1, 0] = BOS, EOS
-        for k, w in enumerate(s): chars[b, k + 1, : min(len(w), C)] = torch.tensor([vocab.char_id.get(c, UNK) for c in w[:C]])
+        chars[b, 0, 0], chars[b, len(s) + 1, 0] = bos, eos
+        for k, u in enumerate(units[b]): chars[b, k + 1, : len(u)] = torch.tensor(u)
     if trees is None: return ChartBatch(words, chars, torch.tensor(n))
     gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long); spans = []
     for b, t in enumerate(trees):

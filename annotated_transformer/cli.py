@@ -95,12 +95,12 @@ def run_script(prog: str, # the console script's name, e.g. "at-train"
 # %% ../nbs/15_cli.ipynb #abfed8fa
 CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
 
-def _add_fields(parser: argparse.ArgumentParser, obj, seen: set):
+def _add_fields(parser: argparse.ArgumentParser, obj, seen: set, skip_seen: bool = False):
     "One option per dataclass field (`--max-steps`, alias `--max_steps`), typed from its annotation, help from its comment."
     cls = type(obj)
     group = parser.add_argument_group(f"{cls.__name__} options", (cls.__doc__ or "").strip())
     hints, helps = typing.get_type_hints(cls), field_help(cls)
-    for f in (f for f in fields(obj) if f.metadata.get("option", True)):  # a field marked option=False is not an option
+    for f in (f for f in fields(obj) if f.metadata.get("option", True) and not (skip_seen and f.name in seen)):  # option=False: not an option
         if f.name in seen: raise ValueError(f"field {f.name!r} appears in two config classes; options must be unique")
         seen.add(f.name)
         tp, default = hints[f.name], getattr(obj, f.name)
@@ -138,6 +138,7 @@ def train_argparser(task: str = "copy", # whose preset gives the defaults
     else: parser.add_argument("task", choices=list(TASKS), metavar="TASK", help="one of the tasks above")
     seen = set()
     for obj in (*task_preset(task), *([ModelSpec()] if TASKS[task].kind != "chart" else [])): _add_fields(parser, obj, seen)
+    for obj in ([c for t in TASKS.values() for c in t.configs()] if find else []): _add_fields(parser, obj, seen, skip_seen=True)  # to find any task
     return parser
 
 

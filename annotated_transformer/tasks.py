@@ -110,7 +110,7 @@ TASKS = {t.name: t for t in [
          ChartConfig(n_layers=2, d_model=128, n_heads=4, d_ff=256, dropout=0.2, d_label=128),
          TrainConfig(max_steps=600, warmup_steps=100, lr_factor=0.5, max_tokens=800, clip_norm=5.0, eval_every=100,
                      save_every=100, keep_last=2, keep_best="val_f1", run_dir="runs/ptb-chart-sample"),
-         DataSpec("ptb-sample", "dev")),
+         DataSpec("ptb-sample", "dev", 2000)),
 ]}
 
 def task_preset(name: str) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
@@ -182,7 +182,8 @@ def build_chart_data(spec: DataSpec, mcfg: ChartConfig, tcfg: TrainConfig, rank:
     "Tree loaders for the chart parser (this rank's shard): the vocabulary from the training trees only, or restored on resume."
     data_dir = spec.data_dir or None
     train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
-    vocab = ChartVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None else ChartVocab.from_trees(train)
+    subwords = spec.vocab_size if mcfg.word_features == "subwords" else 0  # BPE pieces spell the words instead of characters
+    vocab = ChartVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None else ChartVocab.from_trees(train, subwords=subwords)
     fits = lambda t: len(t.words()) + 2 <= min(mcfg.max_len, tcfg.max_tokens)
     kept, dev = [t for t in train if fits(t)], dev[: spec.n_valid or None]
     if not all(fits(t) for t in dev):  # dev F1 is over every dev sentence: none may be dropped

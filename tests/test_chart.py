@@ -66,3 +66,18 @@ def test_cky_on_cuda_equals_cpu():
     lengths = torch.tensor([8, 3, 1, 5])
     cpu, gpu = cky(s, lengths), cky(s.cuda(), lengths.cuda())
     assert cpu[0] == gpu[0] and torch.allclose(cpu[1], gpu[1].cpu())
+
+
+def test_subword_words_train_and_parse(tmp_path, shared_data, cli):
+    "--word-features subwords: the vocabulary carries BPE pieces, the checkpoint rebuilds the model without a word table, at-parse uses it."
+    run = tmp_path / "sub"
+    r = cli(train_main, "ptb-chart-sample", "--data-dir", shared_data, "--max-steps", "6", "--eval-every", "6", "--precision", "fp32",
+            "--word-features", "subwords", "--run-dir", run, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    ck = load_checkpoint(run)
+    assert ck["model_config"]["word_features"] == "subwords" and ck["tokenizer"]["pieces"] is not None
+    assert not any(k.startswith("word_embed") for k in ck["model"])
+    p = cli(parse_main, "--checkpoint", run, stdin="Unbelievably , it worked .\n")
+    assert p.returncode == 0 and parse_tree(p.stdout.strip()).words() == "Unbelievably , it worked .".split()
+    bad = cli(train_main, "ptb-chart-sample", "--word-features", "letters", "--run-dir", tmp_path / "x")
+    assert bad.returncode == 2 and "--word-features" in bad.stderr
