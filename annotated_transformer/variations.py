@@ -17,7 +17,7 @@ from .model import make_model, count_parameters
 from .train import Trainer, TrainingError, seed_everything
 from .data import warn
 from .data import atomic_write
-from .runs import hardware, active_seconds, lock_run, unlock_run
+from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics
 from .evaluation import score_corpus
 
 # %% auto #0
@@ -197,6 +197,8 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     trainer = Trainer(model, tcfg, train, valid, tokenizer=data.tokenizer)
     resumed = trainer.step > 0  # continued from a checkpoint of an interrupted grid
     t0 = time.perf_counter(); out = trainer.fit(); train_s = time.perf_counter() - t0
+    if out.get("finished"):  # trained to the end before, stopped while it was scored: score it now
+        out = dict(out, **trainer.evaluate(), loss=[r["loss"] for r in read_metrics(run_dir) if "loss" in r][-1])
     if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
     if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV
         raise KeyboardInterrupt(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}")
@@ -329,14 +331,17 @@ def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
         while todo or running:
             while todo and len(running) < workers and not stop:
                 name, seed = todo.pop(0); run_dir = run_root / f"{_slug(name)}-seed{seed}"
-                (run_dir / ROW_FILE).unlink(missing_ok=True)
+                if (run_dir / ROW_FILE).is_file():  # finished and scored, stopped before the parent wrote its line
+                    record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8"))); continue
                 p = ctx.Process(target=_row_job, args=(name, seed, asdict(s), str(out), data_dir, str(run_dir)),
                                 name=f"{name} seed {seed}")
                 p.start(); running[p] = (name, seed, run_dir)
             if stop:  # pass the stop on: each worker saves a checkpoint and exits
                 for p in running:
                     if p.is_alive(): os.kill(p.pid, signal.SIGTERM)
-                for p in running: p.join()
+                for p, (name, seed, run_dir) in running.items():
+                    p.join()
+                    if p.exitcode == 0 and (run_dir / ROW_FILE).is_file(): record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
                 raise KeyboardInterrupt(f"{stop[0]}: {len(running)} unfinished run(s) saved their checkpoints")
             mp_wait([p.sentinel for p in running], timeout=1.0)
             for p in [p for p in running if not p.is_alive()]:

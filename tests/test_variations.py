@@ -228,3 +228,18 @@ def test_grid_refuses_a_second_writer_and_an_old_file(shared_data, tmp_path, cli
     (old / "table3.csv").write_text("row,group,changed\nbase,base,-\n")
     r = cli(variations_main, "--rows", "base", "--out", old, "--data_dir", shared_data, "--steps", "2")
     assert r.returncode == 1 and "table3.csv, line 1: not the columns" in r.stderr, r.stderr
+
+
+def test_a_row_stopped_while_scored_is_scored_again(shared_data, tmp_path, monkeypatch):
+    "A row killed after its last step but before its BLEU was computed (its checkpoint is final) is scored when run again, not refused."
+    from annotated_transformer import variations as V
+    s = replace(TINY, steps=4, precision="fp32")
+    data = V.prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
+    whole = V.train_row(ROWS["base"], data, s, tmp_path / "whole")
+    score = V.score_corpus
+    def interrupted(*a, **k): raise KeyboardInterrupt("stopped while scoring")
+    with monkeypatch.context() as m:
+        m.setattr(V, "score_corpus", interrupted)
+        with pytest.raises(KeyboardInterrupt): V.train_row(ROWS["base"], data, s, tmp_path / "cut")
+    again = V.train_row(ROWS["base"], data, s, tmp_path / "cut")
+    for k in ("dev_ppl", "dev_nll", "dev_bleu", "final_train_loss", "steps", "params"): assert again[k] == whole[k], k
