@@ -11,6 +11,7 @@ FLOORS = {
     "decode": 4, "checkpoint": 4, "sentiment": 4,  # one checkpoint format
     "runs": 5, "inference": 5,                     # run records; loading and translating
     "precision": 6,                                # fp32 or bf16, by the machine's flags and a trial
+    "ct2": 6,                                      # a translation checkpoint exported to CTranslate2
     "train": 7, "copy_task": 7,                    # the Trainer; the copy tutorial
     "distributed": 8,
     "tasks": 8,                                    # every task as values, with its data builder

@@ -1,0 +1,42 @@
+"Export to CTranslate2 (08c_ctranslate2): a failed export leaves nothing behind; checkpoints that are not translators are refused."
+import pytest, torch
+from pathlib import Path
+ct2_mod = pytest.importorskip("ctranslate2")
+from annotated_transformer import ct2
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.model import make_model
+from annotated_transformer.checkpoint import save_model, CheckpointError
+from annotated_transformer.data import SubwordTokenizer
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ct2")
+    tok = SubwordTokenizer.train(["a b c d e f g h i j"] * 50 + ["j i h g f e d c b a"] * 50, vocab_size=20, byte_fallback=False)
+    torch.manual_seed(0)
+    model = make_model(TransformerConfig.tiny(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size))
+    return save_model(model, d / "checkpoint.pt", tokenizer=tok.state_dict())
+
+def test_a_failed_export_leaves_nothing(ckpt, tmp_path, monkeypatch):
+    out = tmp_path / "model"
+    def broken(model, tok): raise RuntimeError("interrupted")
+    monkeypatch.setattr(ct2, "ct2_spec", broken)
+    with pytest.raises(RuntimeError, match="interrupted"): ct2.export_ctranslate2(ckpt, out)
+    assert list(tmp_path.iterdir()) == []  # neither the model directory nor a temporary one
+
+def test_force_replaces_a_model_only_when_complete(ckpt, tmp_path, monkeypatch):
+    out = ct2.export_ctranslate2(ckpt, tmp_path / "model")
+    before = (out / "model.bin").read_bytes()
+    monkeypatch.setattr(ct2, "ct2_spec", lambda m, t: (_ for _ in ()).throw(RuntimeError("interrupted")))
+    with pytest.raises(RuntimeError): ct2.export_ctranslate2(ckpt, out, force=True)
+    assert (out / "model.bin").read_bytes() == before  # the old model is still whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+def test_a_file_in_the_way_is_named(ckpt, tmp_path):
+    (tmp_path / "model").write_text("x")
+    with pytest.raises(FileExistsError, match="not a directory"): ct2.export_ctranslate2(ckpt, tmp_path / "model")
+
+def test_a_checkpoint_without_tokenizer_is_refused(tmp_path):
+    torch.manual_seed(0)
+    p = save_model(make_model(TransformerConfig.tiny(src_vocab_size=20, tgt_vocab_size=20)), tmp_path / "ids.pt")
+    with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint"): ct2.export_ctranslate2(p, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
