@@ -121,6 +121,17 @@ class DecoderState:
         for layer in self.cache:
             for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, index)  # (N, H, t+1, Dh)
 
+    def select(self, index: Tensor): # (N',) the rows that stay, N' <= N
+        "Keep only some rows (the beams of sentences still being searched): memory, mask and every cached key and value."
+        self.memory = self.memory.index_select(0, index)  # (N', S, D)
+        if self.mask is not None: self.mask = self.mask.index_select(0, index)  # (N', S)
+        if self.static is not None: return self.static.select(index)
+        if self.cache is None: return
+        if hasattr(self.model, "reorder_cache"): return self.model.reorder_cache(self.cache, index)
+        for layer in self.cache:
+            for part in layer.values():  # "self" and "cross"
+                for name in list(part): part[name] = part[name].index_select(0, index)  # (N', H, ., Dh)
+
 # %% ../nbs/08_decode.ipynb #f78355c5
 def length_penalty(length, # |Y|: generated tokens, EOS included
                    alpha: float = 0.6): # alpha = 0 turns the penalty off
@@ -149,6 +160,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
                 early_stop: bool = True, # True: stop a sentence at K finished hypotheses; False: t2t's bound
                 constraint: DecodingConstraint | None = None, # which tokens each row may produce next
                 static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same hypotheses, fewer operations)
+                drop_finished: bool = True, # a finished sentence leaves the batch (same hypotheses, fewer rows per step)
                ) -> list[list[Hypothesis]]: # per sentence, the n_best hypotheses, best first
     "Beam search with GNMT's length penalty, batched over sentences and beams."
     check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, beam_size, alpha, n_best)
@@ -159,34 +171,42 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
     state = DecoderState(model, memory, mask, use_cache, static_cache, max(limit) + 1)
     ys = torch.full((B * K, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (B*K, 1)
     scores = torch.full((B, K), float("-inf"), device=dev); scores[:, 0] = 0  # (B, K): summed log-probs
-    first_row = torch.arange(B, device=dev)[:, None] * K  # (B, 1)
     finished, done = [[] for _ in range(B)], [False] * B
+    active = list(range(B))  # the sentence of each block of K rows (all of them, unless finished ones leave)
     if constraint is not None: constraint.begin(K, torch.tensor(limit, device=dev))
     for t in range(max(limit)):
-        logp = state.step(ys)  # (B*K, V)
+        A = len(active)
+        logp = state.step(ys)  # (A*K, V)
         if constraint is not None: logp = logp.masked_fill(~constraint.allowed(), float("-inf"))
         V = logp.size(-1)
-        top, idx = (scores.view(-1, 1) + logp).view(B, K * V).topk(2 * K, dim=1)  # (B, 2K)
-        beam, tok = idx // V, idx % V  # (B, 2K): which live beam, which token
+        top, idx = (scores.view(-1, 1) + logp).view(A, K * V).topk(2 * K, dim=1)  # (A, 2K)
+        beam, tok = idx // V, idx % V  # (A, 2K): which live beam, which token
         is_eos = tok == cfg.eos_idx
-        for b, j in (is_eos[:, :K] & top[:, :K].isfinite()).nonzero().tolist():  # EOS among the first K: finished
-            if not done[b]: _finish(finished[b], ys[b * K + beam[b, j], 1:].tolist() + [cfg.eos_idx], top[b, j].item(), alpha)
-        keep = (is_eos.long() * 2 * K + torch.arange(2 * K, device=dev)).argsort(1)[:, :K]  # (B, K): best non-EOS
-        scores, beam, tok = top.gather(1, keep), beam.gather(1, keep), tok.gather(1, keep)  # (B, K)
-        rows = (first_row + beam).view(-1)  # (B*K,)
-        ys = torch.cat([ys.index_select(0, rows), tok.view(-1, 1)], dim=1)  # (B*K, t+2)
+        for a, j in (is_eos[:, :K] & top[:, :K].isfinite()).nonzero().tolist():  # EOS among the first K: finished
+            b = active[a]
+            if not done[b]: _finish(finished[b], ys[a * K + beam[a, j], 1:].tolist() + [cfg.eos_idx], top[a, j].item(), alpha)
+        keep = (is_eos.long() * 2 * K + torch.arange(2 * K, device=dev)).argsort(1)[:, :K]  # (A, K): best non-EOS
+        scores, beam, tok = top.gather(1, keep), beam.gather(1, keep), tok.gather(1, keep)  # (A, K)
+        rows = (torch.arange(A, device=dev)[:, None] * K + beam).view(-1)  # (A*K,)
+        ys = torch.cat([ys.index_select(0, rows), tok.view(-1, 1)], dim=1)  # (A*K, t+2)
         state.reorder(rows)
         if constraint is not None: constraint.reorder(rows); constraint.advance(tok.view(-1))
-        best_live = scores[:, 0].tolist()  # (B,)
-        for b in range(B):
+        best_live = scores[:, 0].tolist()  # (A,)
+        for a, b in enumerate(active):
             if done[b]: continue
             if t + 1 >= limit[b]:  # out of length: the live beams join the finished ones
                 for k in range(K):
-                    if best_live[b] > float("-inf"): _finish(finished[b], ys[b * K + k, 1:].tolist(), scores[b, k].item(), alpha)
+                    if best_live[a] > float("-inf"): _finish(finished[b], ys[a * K + k, 1:].tolist(), scores[a, k].item(), alpha)
                 done[b] = True
             elif early_stop: done[b] = len(finished[b]) >= K
-            elif finished[b]: done[b] = max(h.score for h in finished[b]) >= best_live[b] / length_penalty(limit[b], alpha)
+            elif finished[b]: done[b] = max(h.score for h in finished[b]) >= best_live[a] / length_penalty(limit[b], alpha)
         if all(done): break
+        if drop_finished and any(done[b] for b in active):  # the finished sentences' rows leave the batch
+            live = [a for a, b in enumerate(active) if not done[b]]
+            rows = (torch.tensor(live, device=dev)[:, None] * K + torch.arange(K, device=dev)).view(-1)  # (A'*K,)
+            ys, scores, active = ys.index_select(0, rows), scores[live], [active[a] for a in live]  # (A'*K, t+2), (A', K)
+            state.select(rows)
+            if constraint is not None: constraint.reorder(rows)
     return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]
 
 # %% ../nbs/08_decode.ipynb #ea7feee2
@@ -250,6 +270,13 @@ class StaticKVCache:
     def reorder(self, index: Tensor): # (N,) row i continues row index[i]
         "Make every layer's keys and values follow re-ranked beams: one gather and one copy."
         self.kv[:, :, :, :, :self.t] = self.kv[:, :, :, :, :self.t].index_select(2, index)  # (2, L, N, H, t, Dh)
+
+    def select(self, index: Tensor): # (N',) the rows that stay
+        "Keep only some rows: a smaller buffer, and the memory's keys, values and mask of those rows."
+        self.kv = self.kv.index_select(2, index)  # (2, L, N', H, max_len, Dh)
+        self.memory_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.memory_kv]  # (N', H, S, Dh)
+        if self.memory_mask is not None: self.memory_mask = self.memory_mask.index_select(0, index)  # (N', 1, 1, S)
+        self.shape = (index.numel(), *self.shape[1:])
 
 # %% ../nbs/08_decode.ipynb #4c75097b
 @torch.no_grad()

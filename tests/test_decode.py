@@ -10,7 +10,7 @@ from annotated_transformer.config import TransformerConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.attention import padding_mask
 from annotated_transformer.data import SubwordTokenizer
-from annotated_transformer.decode import DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
+from annotated_transformer.decode import DecodingConstraint, DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
 from annotated_transformer.inference import bleu_scores, load_translator, plot_attention, translate
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -59,6 +59,43 @@ def test_cache_same_beam_output(early_stop):
     assert [[h.tokens for h in s] for s in a] == [[h.tokens for h in s] for s in b]
     for s, t in zip(a, b):
         for h, k in zip(s, t): assert abs(h.score - k.score) < 1e-4
+
+class NoRepeat(DecodingConstraint):
+    "A constraint with per-row state: a row may not produce the token it produced last (EOS excepted)."
+    def begin(self, beams, limit): self.last = torch.full((len(limit) * beams,), -1)
+    def allowed(self):
+        a = torch.ones(len(self.last), 20, dtype=torch.bool)
+        a[torch.arange(len(self.last))[self.last > 2], self.last[self.last > 2]] = False
+        return a
+    def advance(self, tok): self.last = tok.clone()
+    def reorder(self, index): self.last = self.last.index_select(0, index)
+
+def _same_search(a, b):
+    assert [[h.tokens for h in s] for s in a] == [[h.tokens for h in s] for s in b]
+    for s, r in zip(a, b):
+        for x, y in zip(s, r): assert x.score == pytest.approx(y.score, abs=1e-5)
+
+@pytest.mark.parametrize("cache", ["none", "dynamic", "static"])
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_dropping_finished_sentences_keeps_every_hypothesis(cache, early_stop):
+    "Sentences that finish leave the batch (drop_finished): the n-best lists equal those of a batch that keeps every row."
+    model, (src, kpm) = tiny(sharpen=4.0), sources(B=12)
+    kw = dict(beam_size=3, n_best=3, max_len_b=4, early_stop=early_stop, use_cache=cache != "none", static_cache=cache == "static")
+    kept = beam_search(model, src, kpm, drop_finished=False, **kw)
+    assert len({len(s[0].tokens) for s in kept}) > 1  # the sentences finish at different steps, so rows do leave
+    _same_search(beam_search(model, src, kpm, **kw), kept)
+    _same_search(beam_search(model, src, kpm, constraint=NoRepeat(), **kw),  # per-row constraint state follows the rows that stay
+                 beam_search(model, src, kpm, constraint=NoRepeat(), drop_finished=False, **kw))
+
+@pytest.mark.parametrize("attention", ["bahdanau", "luong-general", "local-p"])
+def test_dropping_finished_sentences_rnn(attention):
+    "The RNN's own cache (state, input feed, attention keys) keeps the rows that stay."
+    from annotated_transformer.rnn import RNNConfig, make_rnn
+    torch.manual_seed(0)
+    model = make_rnn(RNNConfig.tiny(src_vocab_size=20, tgt_vocab_size=20, attention=attention)).eval()
+    src, kpm = sources(B=8)
+    kw = dict(beam_size=3, n_best=2, max_len_b=4)
+    _same_search(beam_search(model, src, kpm, **kw), beam_search(model, src, kpm, drop_finished=False, **kw))
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
 def test_beam_never_below_greedy(alpha):
