@@ -373,19 +373,20 @@ def _run_bench(argv: list[str]) -> int:
     ap.add_argument("--scaling-tokens", type=number(int, 1), default=2048, help="tokens per batch in the seqlen and batching benchmarks")
     ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None, help="the device's dense bf16 peak, for MFU")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
+    ap.add_argument("--checkpoint", default=None, help="a trained translation checkpoint (file or run directory): adds the ct2 benchmark, our beam search against CTranslate2 on its test split (pip install ctranslate2)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
     ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     a = ap.parse_args(argv)
     check_output(ap, "--out", a.out)
     try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, a.device, a.compile,
-                                                              a.batch_size, a.src_len)
+                                                              a.batch_size, a.src_len, a.checkpoint)
     except ValueError as e: ap.error(as_option(e))
     if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
     out = Path(a.out or f"results/bench/{torch.device(a.device).type}.json")
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
-                         decode_batches=a.decode_batches, precisions=precisions)
+                         decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint)
     print_report(res)
     atomic_write(out, json.dumps(res, indent=1))
     print(f"wrote {out}")

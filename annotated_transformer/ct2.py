@@ -11,6 +11,7 @@ from .model import Transformer
 from .data import SubwordTokenizer
 from .checkpoint import CheckpointError
 from .inference import load_translator, encode_sources, translate, bleu_scores
+from .decode import length_penalty
 
 # %% auto #0
 __all__ = ['QUANTIZATIONS', 'ct2_spec', 'export_ctranslate2', 'load_ct2', 'ct2_logprobs', 'our_logprobs', 'ct2_translate',
@@ -128,10 +129,11 @@ def our_logprobs(model: Transformer, src: list[list[int]], tgt: list[list[int]])
 
 # %% ../nbs/08c_ctranslate2.ipynb #c3255ef3
 def ct2_translate(translator, tok: SubwordTokenizer, lines: list[str], # source sentences, one per line
-                  beam_size: int = 4, alpha: float = 0.6, # CTranslate2's length penalty: score / |Y|^alpha
+                  beam_size: int = 4, alpha: float = 0.6, # length penalty exponent (§6.1: 0.6)
                   max_len_a: float = 1.0, max_len_b: int = 50, # at most a * source length + b tokens, per batch
                   batch_size: int = 64, # sentences per call
                   max_len: int = 512, # the model's positional table (its cfg.max_len)
+                  rerank: bool = True, # True: §6.1's GNMT penalty picks among the engine's K hypotheses; False: the engine's |Y|^alpha
                  ) -> list[str]: # one translation per line, in input order ("" for an empty line)
     "Translate lines with CTranslate2's beam search, batched as `translate` batches."
     for name, v, low in (("beam_size", beam_size, 1), ("batch_size", batch_size, 1), ("max_len_b", max_len_b, 0), ("max_len", max_len, 2)):
@@ -144,10 +146,12 @@ def ct2_translate(translator, tok: SubwordTokenizer, lines: list[str], # source 
     for start in range(0, len(order), batch_size):
         idx = order[start: start + batch_size]
         limit = max(min(int(len(srcs[i]) * max_len_a + max_len_b), max_len - 1) for i in idx)
-        res = translator.translate_batch([_pieces(tok, srcs[i]) for i in idx], beam_size=beam_size, length_penalty=alpha,
-                                         max_decoding_length=limit, max_batch_size=batch_size)
-        for i, r in zip(idx, res):
-            out[i] = tok.decode([tok.sp.piece_to_id(p) for p in r.hypotheses[0]]).replace("\r", " ").replace("\n", " ")
+        kw = dict(length_penalty=0, num_hypotheses=beam_size, return_scores=True) if rerank else dict(length_penalty=alpha)
+        res = translator.translate_batch([_pieces(tok, srcs[i]) for i in idx], beam_size=beam_size, max_decoding_length=limit,
+                                         max_batch_size=batch_size, **kw)
+        for i, r in zip(idx, res):  # with rerank, scores are summed log-probs; |Y| counts the EOS, as in `beam_search`
+            best = max(zip(r.hypotheses, r.scores), key=lambda h: h[1] / length_penalty(len(h[0]) + 1, alpha))[0] if rerank else r.hypotheses[0]
+            out[i] = tok.decode([tok.sp.piece_to_id(p) for p in best]).replace("\r", " ").replace("\n", " ")
     return out
 
 # %% ../nbs/08c_ctranslate2.ipynb #4898c6c9
@@ -179,6 +183,8 @@ def compare_ct2(ckpt: dict | str | Path, # a translation checkpoint
         runs = {"ours": lambda: translate(model, tok, lines, beam_size=beam_size, **kw)}
         for ct, tr in engines.items():
             runs[f"ct2_{ct}"] = lambda tr=tr: ct2_translate(tr, tok, lines, beam_size=beam_size, max_len=model.cfg.max_len, **kw)
+        runs["ct2_float32_own_penalty"] = lambda: ct2_translate(engines["float32"], tok, lines, beam_size=beam_size,
+                                                                max_len=model.cfg.max_len, rerank=False, **kw)
         outs, secs = {}, {k: [] for k in runs}
         for _ in range(reps):  # alternate, so a change in the machine's load falls on every decoder alike
             for k, f in runs.items(): outs[k], s = _timed(f, 1); secs[k].append(s)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14a_bench_suite.ipynb #5406a130
 from __future__ import annotations
-import gzip, json, os, platform, resource, subprocess, sys, time
+import gzip, hashlib, json, os, platform, resource, subprocess, sys, time
 from dataclasses import asdict
 from pathlib import Path
 import torch
@@ -15,11 +15,14 @@ from .data import default_data_dir
 from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
     matmul_tflops, bench_train, bench_infer, bench_precision, bench_compile, bench_attention, bench_loss, bench_adam, bench_decode,
     bench_decode_batches, _sync, _pair, _median)
+from .checkpoint import newest_checkpoint, CheckpointError
+from .evaluation import run_splits
+from .ct2 import compare_ct2
 
 # %% auto #0
 __all__ = ['PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory',
            'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops', 'bench_mfu', 'cpu_record', 'settings',
-           'run_benchmarks', 'bench_plan', 'ratio_rows', 'print_report']
+           'bench_ct2', 'run_benchmarks', 'bench_plan', 'ratio_rows', 'print_report']
 
 # %% ../nbs/14a_bench_suite.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -173,8 +176,8 @@ def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda"
 
 # %% ../nbs/14a_bench_suite.ipynb #e28d90a2
 BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
-              "mfu", "compile")
-DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b != "compile")  # `at-bench --compile` adds the compiled rows
+              "mfu", "compile", "ct2")
+DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b not in ("compile", "ct2"))  # `--compile` and `--checkpoint` add these
 DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32), ("cpu", "big"): (8, 32),
                   ("cpu", "copy"): (64, 12), ("cpu", "ptb-sample"): (24, 64), ("cpu", "ptb-small"): (48, 64),  # about each task's
                   ("cuda", "copy"): (64, 12), ("cuda", "ptb-sample"): (24, 64), ("cuda", "ptb-small"): (48, 64),  # token budget
@@ -197,12 +200,26 @@ def settings(device="cpu", threads: int | None = None) -> dict:
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
                 cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(), time=time.strftime("%Y-%m-%d %H:%M:%S"))
 
+def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run directory (its newest intact one)
+              data_dir: str | Path | None = None, # default: the one the run recorded
+              threads: int = 1, reps: int = 3) -> dict:
+    "`compare_ct2` on the test split the run's task reports on, with the checkpoint's hash and training record."
+    path = Path(checkpoint)
+    if path.is_dir():
+        found = newest_checkpoint(path)
+        if found is None: raise CheckpointError(f"{path}: no checkpoint in this run directory")
+        path = found[0]
+    _, test, task = run_splits(path, "test", data_dir=data_dir)
+    res = compare_ct2(path, test.src, test.tgt, threads=threads, reps=reps)
+    return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), task=task, split=test.split)
+
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
                    seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
                    peak: float | None = None, data_dir=None, log=print,
                    decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
-                   precisions=("fp32", "bf16")) -> dict: # of the train, infer and memory benchmarks
+                   precisions=("fp32", "bf16"), # of the train, infer and memory benchmarks
+                   checkpoint: str | Path | None = None) -> dict: # a trained translation model, for the ct2 benchmark
     "Run the chosen benchmarks on each preset; seqlen and batching on `scaling_preset` only (default: the first preset)."
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: raise ValueError(f"unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
@@ -246,6 +263,10 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
             run("batching", lambda: bench_batching(cfg, scaling_tokens, 4, "fp32", data_dir, device, warmup))
         if dev.type == "cuda" and p in ("base", "big"):
             run("mfu", lambda: bench_mfu(cfg, device=device, peak=peak))
+    if "ct2" in benchmarks:  # once, on the trained model: its own shape, not a preset's
+        if checkpoint is None: raise ValueError("the ct2 benchmark decodes a trained translation model: pass checkpoint=")
+        t0 = time.perf_counter(); out["ct2"] = bench_ct2(checkpoint, data_dir, threads or torch.get_num_threads(), max(1, min(reps, 3)))
+        log(f"[trained] ct2 done in {time.perf_counter() - t0:.1f} s")
     return out
 
 # %% ../nbs/14a_bench_suite.ipynb #429f93a1
@@ -255,6 +276,7 @@ def bench_plan(presets: str, # comma-separated model sizes: tiny, multi30k, base
                device: str = "cpu", # cpu, cuda or cuda:N
                compile: bool | None = None, # add the compile benchmark (None: on CUDA when `benchmarks` is None)
                batch_size: int | None = None, src_len: int | None = None, # None: `DEFAULT_SHAPES`
+               checkpoint: str | None = None, # a trained translation model: adds the ct2 benchmark (when `benchmarks` is None)
               ) -> tuple[list[str], tuple[str, ...], tuple[str, ...], dict]: # presets, precisions, benchmarks, shapes
     "What `at-bench` will run, checked before anything runs: a wrong name is an error naming the argument."
     names = [p for p in presets.split(",") if p]
@@ -269,6 +291,10 @@ def bench_plan(presets: str, # comma-separated model sizes: tiny, multi30k, base
     if dev.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"device={device!r}: CUDA is not available")
     chosen = tuple(b for b in (benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
     if (compile if compile is not None else dev.type == "cuda" and benchmarks is None) and "compile" not in chosen: chosen += ("compile",)
+    if checkpoint is not None and not Path(checkpoint).exists(): raise ValueError(f"checkpoint={checkpoint}: no such file or directory")
+    if checkpoint is not None and benchmarks is None: chosen += ("ct2",)
+    if "ct2" in chosen and checkpoint is None:
+        raise ValueError(f"benchmarks={benchmarks!r}: ct2 decodes a trained translation model; give its checkpoint (--checkpoint)")
     unknown = sorted(set(chosen) - set(BENCHMARKS))
     if unknown: raise ValueError(f"benchmarks={benchmarks!r}: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
     shapes = {p: (batch_size or DEFAULT_SHAPES[(dev.type, p)][0], src_len or DEFAULT_SHAPES[(dev.type, p)][1]) for p in names}
@@ -337,6 +363,18 @@ def ratio_rows(res: dict) -> list[dict]:
         if "mfu" in r:
             x = r["mfu"]
             row("bf16 TFLOP/s, MFU vs peak", x["tflops"], x["peak_tflops"], f"{x['device_name']} peak", x["mfu"])
+    if "ct2" in res:  # the trained model against CTranslate2, same sentences, threads and batch
+        x, p = res["ct2"], "trained"
+        what = f"beam {x['beam_size']} sent/s, {x['sentences']} sentences, B={x['batch_size']}"
+        for ct in ("float32", "int8"):
+            rows.append(dict(preset=p, what=f"{what}, vs CTranslate2 {ct}", ours=x["ours"]["sentences_per_s"],
+                             ref=x[f"ct2_{ct}"]["sentences_per_s"], vs=f"CTranslate2 {ct}", ratio=x[f"ours_over_ct2_{ct}"]))
+        rows.append(dict(preset=p, what="BLEU, beam, ours vs CTranslate2 float32", ours=x["ours"]["bleu"],
+                         ref=x["ct2_float32"]["bleu"], vs="CTranslate2 float32", ratio=None))
+        rows.append(dict(preset=p, what="BLEU, beam, CTranslate2's own |Y|^alpha penalty vs GNMT's", ours=x["ct2_float32_own_penalty"]["bleu"],
+                         ref=x["ct2_float32"]["bleu"], vs="CTranslate2 float32", ratio=None))
+        rows.append(dict(preset=p, what="identical translations, greedy / beam", ours=x["greedy_identical"],
+                         ref=x["beam_identical"], vs="share", ratio=None))
     return rows
 
 def print_report(res: dict, file=None):

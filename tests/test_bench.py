@@ -127,7 +127,8 @@ def test_cli_writes_json(tmp_path):
     (["--reps", "-3"], "expected at least 1, got '-3'"), (["--reps", "NaN"], "expected an integer, got 'NaN'"),
     (["--warmup", "-1"], "expected at least 0"), (["--peak-tflops", "nan"], "expected a finite number"),
     (["--peak-tflops", "0"], "expected a positive number"), (["--decode-batches", "0,64"], "positive integers"),
-    (["--device", "tpu9"], "expected cpu, cuda or cuda:N")])
+    (["--device", "tpu9"], "expected cpu, cuda or cuda:N"), (["--checkpoint", "no/such/run"], "no such file or directory"),
+    (["--benchmarks", "train,ct2"], "give its checkpoint (--checkpoint)")])
 def test_cli_rejects_bad_arguments(args, message, capsys):
     with pytest.raises(SystemExit) as e: bench_main(["--presets", "tiny", *args])
     assert e.value.code == 2
@@ -171,6 +172,7 @@ def test_console_script_exits_0_and_prints_on_stdout(tmp_path):
 
 def test_default_benchmarks_leave_compile_to_the_flag():
     assert "compile" in BENCHMARKS and "compile" not in DEFAULT_BENCHMARKS
+    assert "ct2" in BENCHMARKS and "ct2" not in DEFAULT_BENCHMARKS  # it needs a trained model: `--checkpoint` adds it
 
 
 @pytest.mark.parametrize("which", ["ours", "torch"])
