@@ -18,8 +18,8 @@ from .chart import ChartConfig, ChartParser
 # %% auto #0
 __all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'check_writable', 'list_checkpoints', 'make_checkpoint', 'state_checksum',
            'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'verify_checkpoint',
-           'newest_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for', 'model_from_config', 'load_model',
-           'save_model', 'average_checkpoints', 'average_last']
+           'newest_checkpoint', 'find_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for',
+           'model_from_config', 'load_model', 'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/07a_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
@@ -129,19 +129,23 @@ def newest_checkpoint(run_dir: str | Path) -> tuple[Path, dict, list[str]] | Non
     if skipped: raise CheckpointError(f"{run_dir}: no intact checkpoint; " + "; ".join(skipped))
     return None
 
-def load_checkpoint(path: str | Path) -> dict:
-    "A checkpoint file, the newest intact checkpoint of a run directory (a warning names each one skipped), or a directory's one `.pt` file."
+def find_checkpoint(path: str | Path) -> tuple[Path, dict]:
+    "(file, checkpoint) of a checkpoint file, of the newest intact checkpoint of a run directory (a warning names each one skipped), or of a directory's one `.pt` file."
     path = Path(path)
-    if not path.is_dir(): return read_checkpoint(path)
+    if not path.is_dir(): return path, read_checkpoint(path)
     found = newest_checkpoint(path)
     if found is None:  # not a run directory: a directory holding one checkpoint file (a model shared as `checkpoint.pt`) is that file
         files = sorted(p.name for p in path.glob("*.pt"))
-        if len(files) == 1: return read_checkpoint(path / files[0])
+        if len(files) == 1: return path / files[0], read_checkpoint(path / files[0])
         if files: raise CheckpointError(f"{path}: no ckpt_*.pt, and {len(files)} .pt files ({', '.join(files)}); pass the one to use")
         raise CheckpointError(f"{path}: no checkpoint in this directory (neither a run's ckpt_*.pt nor a .pt file)")
     p, ck, skipped = found
     for s in skipped: warn(f"skipped {s}; using {p.name}")
-    return ck
+    return p, ck
+
+def load_checkpoint(path: str | Path) -> dict:
+    "The checkpoint `find_checkpoint` finds: a file, the newest intact one of a run directory, or a directory's one `.pt` file."
+    return find_checkpoint(path)[1]
 
 # %% ../nbs/07a_checkpoint.ipynb #975b662a
 def checkpoint_kind(ck: dict) -> str:

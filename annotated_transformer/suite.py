@@ -15,7 +15,7 @@ from .data import default_data_dir
 from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
     matmul_tflops, bench_train, bench_infer, bench_precision, bench_compile, bench_attention, bench_loss, bench_adam, bench_decode,
     bench_decode_batches, _sync, _pair, _median)
-from .checkpoint import newest_checkpoint, CheckpointError
+from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
 
@@ -204,11 +204,7 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run 
               data_dir: str | Path | None = None, # default: the one the run recorded
               threads: int = 1, reps: int = 3) -> dict:
     "`compare_ct2` on the test split the run's task reports on, with the checkpoint's hash and training record."
-    path = Path(checkpoint)
-    if path.is_dir():
-        found = newest_checkpoint(path)
-        if found is None: raise CheckpointError(f"{path}: no checkpoint in this run directory")
-        path = found[0]
+    path, _ = find_checkpoint(checkpoint)
     _, test, task = run_splits(path, "test", data_dir=data_dir)
     res = compare_ct2(path, test.src, test.tgt, threads=threads, reps=reps)
     return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), task=task, split=test.split)
@@ -291,7 +287,12 @@ def bench_plan(presets: str, # comma-separated model sizes: tiny, multi30k, base
     if dev.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"device={device!r}: CUDA is not available")
     chosen = tuple(b for b in (benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
     if (compile if compile is not None else dev.type == "cuda" and benchmarks is None) and "compile" not in chosen: chosen += ("compile",)
-    if checkpoint is not None and not Path(checkpoint).exists(): raise ValueError(f"checkpoint={checkpoint}: no such file or directory")
+    if checkpoint is not None:  # read now, not after minutes of other benchmarks: a damaged or foreign file fails here
+        if not Path(checkpoint).exists(): raise ValueError(f"checkpoint={checkpoint}: no such file or directory")
+        try: found, ck = find_checkpoint(checkpoint)
+        except CheckpointError as e: raise ValueError(f"checkpoint={checkpoint}: {e}") from None
+        if checkpoint_kind(ck) != "translation":
+            raise ValueError(f"checkpoint={checkpoint}: {found.name} holds a {checkpoint_kind(ck)} model; ct2 decodes a translation model")
     if checkpoint is not None and benchmarks is None: chosen += ("ct2",)
     if "ct2" in chosen and checkpoint is None:
         raise ValueError(f"benchmarks={benchmarks!r}: ct2 decodes a trained translation model; give its checkpoint (--checkpoint)")

@@ -137,6 +137,25 @@ def test_cli_rejects_bad_arguments(args, message, capsys):
     assert len(err.strip().splitlines()) == 1 and err.startswith("at-bench: error:")  # one line names the problem
 
 
+def test_cli_reads_the_checkpoint_before_any_benchmark(tmp_path, capsys):
+    "A damaged or non-translation --checkpoint is one line at once, before minutes of other benchmarks; no JSON is written."
+    from annotated_transformer.checkpoint import save_checkpoint, make_checkpoint
+    from annotated_transformer.model import make_model
+    from annotated_transformer.config import TransformerConfig
+    empty = tmp_path / "empty.pt"; empty.write_bytes(b"")
+    ids_run = tmp_path / "copy-run"  # a checkpoint of this package, of a model that reads token ids, not text
+    save_checkpoint(make_checkpoint(make_model(TransformerConfig.tiny(n_layers=1)), step=1), ids_run, 1)
+    out = tmp_path / "b.json"
+    for ck, message in [(empty, "not a readable checkpoint"), (tmp_path / "no-ckpt", "no checkpoint in this directory"),
+                        (ids_run, "holds a ids model; ct2 decodes a translation model")]:
+        if ck.name == "no-ckpt": ck.mkdir()
+        with pytest.raises(SystemExit) as e: bench_main(["--presets", "tiny", "--checkpoint", str(ck), "--out", str(out)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err and str(ck) in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert not out.exists()
+
+
 def test_mfu_needs_cuda():
     with pytest.raises(ValueError, match="CUDA"): bench_mfu(bench_config("tiny"), device="cpu")
 
