@@ -154,6 +154,7 @@ class Trainer:
         self.train_stream, self.val_loader = BatchStream(train_loader), val_loader
         self.tokenizer, self.extra = tokenizer, dict(extra or {})
         self.step, self.saved_step, self.last_checkpoint, self._rng = 0, None, None, None
+        self.clock, self._clock_start = dict(train_s=0.0, cpu_s=0.0), None  # time spent in `fit`, over every resume (see `elapsed`)
         self.best = None  # with cfg.keep_best: {metric, value, step} of the best validation so far (kept in checkpoints' extra)
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
@@ -171,6 +172,13 @@ class Trainer:
 
     @property
     def raw_model(self) -> Transformer: return self.model
+
+    def elapsed(self) -> dict:
+        "Seconds spent in `fit` up to now, over every resume: wall time (`train_s`) and this process's CPU time, all threads (`cpu_s`)."
+        if self._clock_start is None: return dict(self.clock)
+        wall, cpu = self._clock_start
+        return dict(train_s=round(self.clock["train_s"] + time.perf_counter() - wall, 3),
+                    cpu_s=round(self.clock["cpu_s"] + time.process_time() - cpu, 3))
 
 
 # %% ../nbs/09_train.ipynb #38afeec6
@@ -266,6 +274,7 @@ def state(self: Trainer) -> dict:
     rngs = [None] * self.world_size
     if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
     else: rngs = [get_rng_state()]
+    self.extra["clock"] = self.elapsed()  # a resumed run counts on from here: the time after its last checkpoint is lost, as its steps are
     return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
                            scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
                            data=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
@@ -304,6 +313,7 @@ def resume(self: Trainer) -> bool:
     self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
     self.best = (ck.get("extra") or {}).get("best")
     if self.best is not None: self.extra["best"] = self.best
+    self.clock = dict((ck.get("extra") or {}).get("clock") or self.clock)  # checkpoints from before the clock start at 0
     if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
         rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
     if self.is_main: print(f"resumed from {path} at step {self.step}")
@@ -347,6 +357,7 @@ def fit(self: Trainer) -> dict:
     if self.is_main and cfg.progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
+    self._clock_start = (time.perf_counter(), time.process_time())
     stream, last, window = iter(self.train_stream), {}, dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
     try:
         while self.step < cfg.max_steps and self.stop_agreed is None:
@@ -355,18 +366,19 @@ def fit(self: Trainer) -> dict:
             if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
                 dt = time.perf_counter() - window["t0"]
                 last = dict(step=self.step, loss=window["loss"] / window["tokens"], lr=m["lr"], grad_norm=m["grad_norm"],
-                            tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), time=time.time())
+                            tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), **self.elapsed(), time=time.time())
                 self._log(last); window = dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
                 if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
             if bar: bar.update(1)
             if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:
-                v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v); self._keep_best(v)
+                v = self.evaluate(); self._log(dict(step=self.step, **v, **self.elapsed(), time=time.time())); last.update(v); self._keep_best(v)
             if cfg.save_every and self.step % cfg.save_every == 0 and self.step < cfg.max_steps: self.save()
         if self.val_loader is not None and self.stop_agreed is None:
-            v = self.evaluate(); self._log(dict(step=self.step, **v, time=time.time())); last.update(v); self._keep_best(v)
+            v = self.evaluate(); self._log(dict(step=self.step, **v, **self.elapsed(), time=time.time())); last.update(v); self._keep_best(v)
         if self.saved_step != self.step: self.save()
     finally:
         if bar: bar.close()
+        self.clock, self._clock_start = self.elapsed(), None
         for sig, h in handlers.items(): signal.signal(sig, h)
     if self.stop_agreed is not None:
         last["stopped_by"] = self.stop_agreed

@@ -164,6 +164,25 @@ def test_validation_and_metrics_file(tmp_path):
     assert {"lr", "grad_norm", "tokens_per_s", "mem_mb"} <= set(train[0])
 
 
+def test_the_clock_counts_on_across_a_resume(tmp_path):
+    "Every record carries the seconds spent in fit so far (wall and CPU); a resumed run counts on from its checkpoint's clock."
+    first = make_trainer(tmp_path, max_steps=3, eval_every=3, val=True)
+    first.fit()
+    clock = load_checkpoint(tmp_path)["extra"]["clock"]
+    assert 0 < clock["train_s"] <= first.elapsed()["train_s"] and 0 < clock["cpu_s"] <= first.elapsed()["cpu_s"]  # saved just before fit returned
+    resumed = make_trainer(tmp_path, max_steps=6, eval_every=3, val=True, resume=True)
+    assert resumed.elapsed() == clock  # restored, and not running until fit starts
+    resumed.fit()
+    recs = read_metrics(tmp_path)
+    assert [r["step"] for r in recs if "val_loss" in r] == [3, 6]
+    for key in ("train_s", "cpu_s"):
+        seq = [r[key] for r in recs]
+        assert all(a <= b for a, b in zip(seq, seq[1:])), (key, seq)  # never goes back at the resume
+        after = [r[key] for r in recs if r["step"] > 3]
+        assert after and min(after) > clock[key]
+    assert load_checkpoint(tmp_path)["extra"]["clock"]["cpu_s"] >= recs[-1]["cpu_s"]
+
+
 def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_path):
     "keep_best keeps run_dir/best.pt at the step where the metric peaked (here the negated loss, via a patched evaluate); a metric validation does not give is refused by name."
     tr = make_trainer(tmp_path / "a", max_steps=6, eval_every=2, val=True, keep_best="val_score")
