@@ -168,10 +168,12 @@ class ChartParser(nn.Module):
         h = self.encoder(self.embed(words, chars), src_key_padding_mask=pad)  # (B, N+2, D)
         fwd, bwd = h.chunk(2, dim=-1)  # (B, N+2, D/2) each
         N = words.size(1) - 2
-        f, b = fwd[:, : N + 1], bwd[:, 1:]  # fenceposts 0..N (B, N+1, D/2)
+        fence = torch.cat([fwd[:, : N + 1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (B, N+1, D)
         i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)  # every span i < j
-        spans = torch.cat([f[:, j] - f[:, i], b[:, j] - b[:, i]], -1)  # (B, P, D)
-        s = self.label(spans)  # (B, P, L-1)
+        first = self.label[0]  # linear: W (v_j - v_i) + b = W v_j - W v_i + b, so W is applied to N+1 fenceposts, not to P spans
+        with torch.autocast(h.device.type, enabled=False):  # fp32: a difference of rounded products would lose the small ones
+            g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
+        s = self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
         out = s.new_zeros(s.size(0), N + 1, N + 1, self.cfg.n_labels)
         out[:, i, j, 1:] = s
         return out
