@@ -1,0 +1,96 @@
+"""The measurements of 13c_chart_parser on WSJ, each written to a file under results/ptb-chart/ (the notebook reads them).
+
+    python tools/chart_study.py dev RUN          # dev22.json: EVALB on section 22 of RUN/best.pt; trees to runs/ptb-chart-eval/
+    python tools/chart_study.py breakdown        # breakdown.json: F1 per label and per length, both parsers, section 22
+    python tools/chart_study.py speed RUN        # speed.json: sentences per second, both parsers, same sentences, same CPU
+    python tools/chart_study.py test23 RUN       # test23.pred.txt and test23.json: the blind parse of section 23's words
+
+Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
+no gold trees here: nothing is tuned or chosen on it.
+"""
+import hashlib, json, os, sys, time
+from pathlib import Path
+import torch
+from annotated_transformer.parser import evaluate_decoding, load_parser, parse, read_sentences, max_words
+from annotated_transformer.trees import ptb_trees, read_trees
+from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
+from annotated_transformer.checkpoint import find_checkpoint
+from annotated_transformer.data import atomic_write
+from annotated_transformer.runs import hardware
+
+DATA = Path("../shared/data")
+OUT = Path("results/ptb-chart")
+TREES = Path("runs/ptb-chart-eval")
+SEQ2SEQ = Path("../shared/models/ptb-small-h100/checkpoint.pt")  # the paper's method, trained on a GPU (its MANIFEST.md)
+SEQ2SEQ_SOURCE = ("../shared/models/ptb-small-h100: ptb-small trained on one H100 by the project's code at 5da1a12 "
+                  "(step 6244, 470 s); not a CPU run")
+SEQ2SEQ_TREES = Path("runs/ptb-shared-eval")  # where tools/parsing_study.py dev writes its dev trees
+SEQ2SEQ_BEST = dict(name="beam21-constrained", beam_size=21, alpha=0.3, constrained=True)  # its best dev setting (13b)
+
+def _sha(path: Path) -> str: return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+def _best(run: str) -> Path:
+    "The checkpoint of the best dev F1 (`best.pt`), else the run's newest."
+    p = Path(run) / "best.pt"
+    return p if p.is_file() else find_checkpoint(run)[0]
+
+def dev(run: str):
+    ck = _best(run)
+    res = evaluate_decoding(ck, ptb_trees("dev", DATA), OUT / "dev22.json", [dict(name="cky", beam_size=1)], trees_dir=TREES,
+                            source=f"{run}: at-train ptb-chart on this CPU (see run.json and metrics.jsonl there)")
+    res["checkpoint_sha256"] = _sha(ck)
+    atomic_write(OUT / "dev22.json", json.dumps(res, indent=1) + "\n")
+    print(json.dumps(res["runs"][-1]["scores"]["all"]))
+
+def breakdown():
+    "Per label and per length bin, on section 22: the chart parser's trees and the sequence-to-sequence parser's best ones."
+    golds = ptb_trees("dev", DATA)
+    out = {}
+    for name, path, source in (("chart", TREES / "cky.trees", "13c: the encoder with CKY (tools/chart_study.py dev)"),
+                               ("seq2seq", SEQ2SEQ_TREES / f"{SEQ2SEQ_BEST['name']}.trees",
+                                f"13b: {SEQ2SEQ_SOURCE}; beam 21, alpha 0.3, under TreeConstraint (tools/parsing_study.py dev)")):
+        if not path.is_file(): print(f"{path}: not found; run the command that writes it first"); continue
+        tests = [with_tags(t, g) for t, g in zip(read_trees(path), golds)]
+        out[name] = dict(source=source, scores=evalb(golds, tests)["all"], **evalb_breakdown(golds, tests))
+    atomic_write(OUT / "breakdown.json", json.dumps(dict(split="dev (section 22)", parsers=out), indent=1) + "\n")
+
+def speed(run: str, n: int = 300, threads: int = 1):
+    "Parsing speed of both parsers on the first n dev sentences, one thread, after one untimed warm-up batch."
+    torch.set_num_threads(threads)
+    sents = [g.words() for g in ptb_trees("dev", DATA)[:n]]
+    rows = []
+    for name, path, kw in (("chart (CKY)", _best(run), dict(batch_size=64)),
+                           ("seq2seq greedy, constrained", SEQ2SEQ, dict(beam_size=1, batch_size=32)),
+                           ("seq2seq beam 21, constrained", SEQ2SEQ, dict(beam_size=21, alpha=0.3, batch_size=32))):
+        model, vocab = load_parser(path)
+        k = n if "beam" not in name else min(n, 100)  # beam 21 takes about 2 s a sentence on one core
+        parse(model, vocab, sents[:8], **kw)  # warm-up
+        t0 = time.perf_counter(); parse(model, vocab, sents[:k], **kw); dt = time.perf_counter() - t0
+        rows.append(dict(parser=name, checkpoint=str(path), sentences=k, words=sum(map(len, sents[:k])), seconds=round(dt, 2),
+                         sentences_per_s=round(k / dt, 2), **{k_: v for k_, v in kw.items()}))
+        print(rows[-1], flush=True)
+    atomic_write(OUT / "speed.json", json.dumps(dict(split="dev (section 22), first sentences", threads=threads, rows=rows,
+                                                     hardware=hardware()), indent=1) + "\n")
+
+def test23(run: str):
+    "The blind parse of section 23's words, in order, with the chosen checkpoint; its record."
+    ck = _best(run)
+    model, vocab = load_parser(ck)
+    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(model))
+    t0 = time.perf_counter(); trees = [t for t, _ in parse(model, vocab, sents, batch_size=64)]; dt = time.perf_counter() - t0
+    for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
+    atomic_write(OUT / "test23.pred.txt", "".join(str(t) + "\n" for t in trees))
+    step = torch.load(ck, map_location="cpu", weights_only=True)["step"]
+    meta = dict(command=f"python tools/chart_study.py test23 {run}  (at-parse --checkpoint {ck} --input {DATA}/ptb/test_23.words "
+                        f"--output {OUT}/test23.pred.txt gives the same trees)",
+                checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=step, sentences=len(trees), seconds=round(dt, 1),
+                preterminals="XX", hardware=hardware(),
+                note="blind: section 23 gold trees are not available to the project; the checkpoint was chosen by dev F1 (section 22)")
+    atomic_write(OUT / "test23.json", json.dumps(meta, indent=1) + "\n")
+    print(f"{len(trees)} trees in {dt:.1f} s")
+
+if __name__ == "__main__":
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    OUT.mkdir(parents=True, exist_ok=True)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"dev": dev, "breakdown": breakdown, "speed": speed, "test23": test23}[cmd](*args)
