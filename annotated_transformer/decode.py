@@ -127,7 +127,7 @@ class DecoderState:
         if self.mask is not None: self.mask = self.mask.index_select(0, index)  # (N', S)
         if self.static is not None: return self.static.select(index)
         if self.cache is None: return
-        if hasattr(self.model, "reorder_cache"): return self.model.reorder_cache(self.cache, index)
+        if hasattr(self.model, "select_cache"): return self.model.select_cache(self.cache, index)  # a model with its own cache (the RNN)
         for layer in self.cache:
             for part in layer.values():  # "self" and "cross"
                 for name in list(part): part[name] = part[name].index_select(0, index)  # (N', H, ., Dh)

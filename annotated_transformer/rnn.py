@@ -233,12 +233,15 @@ class RNNSeq2Seq(nn.Module):
     def init_cache(self) -> dict: return {}  # filled by the first `decode` call
 
     def reorder_cache(self, cache: dict, index: Tensor): # (N,) row i continues row index[i]
-        "Row i continues row index[i]: the recurrent state, and the keys once rows leave (a reorder keeps them: a sentence's beams share them)."
+        "Beams re-ranked: row i continues row index[i]. The recurrent state and the fed-back output move; the keys stay (a sentence's beams share them)."
         st = cache["state"]
         cache["state"] = tuple(x.index_select(1, index) for x in st) if isinstance(st, tuple) else st.index_select(1, index)  # (L, N, D)
         cache["feed"] = cache["feed"].index_select(0, index)  # (N, 1, D)
-        if "keys" in cache and cache["keys"].size(0) != index.numel():  # rows left the batch (finished sentences)
-            cache["keys"] = cache["keys"].index_select(0, index)  # (N', S, D)
+
+    def select_cache(self, cache: dict, index: Tensor): # (N',) the rows that stay
+        "Rows leave (finished sentences): the state as in `reorder_cache`, and the precomputed keys too."
+        self.reorder_cache(cache, index)
+        if "keys" in cache: cache["keys"] = cache["keys"].index_select(0, index)  # (N', S, D)
 
 def make_rnn(cfg: RNNConfig) -> RNNSeq2Seq:
     "Build an `RNNSeq2Seq` from its config."
