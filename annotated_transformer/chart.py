@@ -11,7 +11,7 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
 from .trees import Tree, TreeError
 from .model import Encoder
-from .embeddings import PositionalEncoding
+from .embeddings import Embeddings, PositionalEncoding
 from functools import partial
 from torch.utils.data import DataLoader
 from .batching import TokenBatchSampler
@@ -136,9 +136,9 @@ class ChartParser(nn.Module):
         super().__init__()
         self.cfg, D = cfg, cfg.d_model
         self.subwords = cfg.word_features == "subwords"
-        if self.subwords: self.char_embed = nn.Embedding(cfg.n_chars, D, padding_idx=PAD)  # pieces, mean-pooled per word
+        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, D, PAD)  # pieces (times sqrt(D), §3.4), mean-pooled per word
         else:
-            self.word_embed = nn.Embedding(cfg.n_words, D, padding_idx=PAD)
+            self.word_embed = Embeddings(cfg.n_words, D, PAD)  # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
             self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
             self.char_conv = nn.Conv1d(cfg.d_char, D, 3, padding=1)
         self.pos = PositionalEncoding(D, cfg.max_len, cfg.dropout)
@@ -150,7 +150,7 @@ class ChartParser(nn.Module):
         if self.subwords:  # the mean of each word's piece embeddings
             keep = (chars != PAD).unsqueeze(-1)  # (B, S, C, 1)
             x = (self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1)  # (B, S, D)
-            return self.pos(x * math.sqrt(self.cfg.d_model))
+            return self.pos(x)
         if self.training and self.cfg.word_dropout:
             drop = (torch.rand(words.shape, device=words.device) < self.cfg.word_dropout) & (words > EOS)
             words = words.masked_fill(drop, UNK)
@@ -158,7 +158,7 @@ class ChartParser(nn.Module):
         c = self.char_embed(chars.view(B * S, C)).transpose(1, 2)  # (B*S, d_char, C)
         c = self.char_conv(c).masked_fill((chars.view(B * S, 1, C) == PAD), -math.inf).amax(-1)  # (B*S, D)
         c = c.masked_fill(~torch.isfinite(c), 0).view(B, S, -1)  # padding positions have no characters
-        return self.pos(self.word_embed(words) * math.sqrt(self.cfg.d_model) + c)  # (B, S, D)
+        return self.pos(self.word_embed(words) + c)  # (B, S, D)
 
     def forward(self, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
                 chars: Tensor, # (B, N+2, C) character ids of each token
