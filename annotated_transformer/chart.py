@@ -19,9 +19,9 @@ from .evalb import evalb_sentence
 from .data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'ChartParser', 'tree_score',
-           'margin_loss', 'span_loss', 'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader', 'chart_parse',
-           'ChartObjective', 'plot_span_chart']
+__all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'partition', 'ChartParser',
+           'tree_score', 'margin_loss', 'span_loss', 'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader',
+           'chart_parse', 'ChartObjective', 'plot_span_chart']
 
 # %% ../nbs/13c_chart_parser.ipynb #21cb02bb
 EMPTY = "∅"  # the empty label: a span that is not a constituent (label id 0)
@@ -116,6 +116,7 @@ class ChartConfig:
     word_dropout: float = 0.2  # training: a word is replaced by UNK with this probability (its characters stay)
     max_len: int = 300  # longest sentence + 2 the positional table covers
     word_features: str = "words+chars"  # "words+chars": a word embedding plus a character convolution; "subwords": mean-pooled BPE pieces, no word table
+    partitioned: bool = False  # Kitaev & Klein's factored encoder: content and position in separate halves that attention and the FFN never mix
 
     def __post_init__(self):
         if self.model != "chart": raise ValueError(f"model={self.model!r}: a ChartConfig describes model 'chart'")
@@ -129,28 +130,53 @@ class ChartConfig:
             raise ValueError(f"d_model={self.d_model}: expected an even multiple of n_heads={self.n_heads}")
         for name in ("dropout", "word_dropout"):
             if not 0 <= getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a value in [0, 1)")
+        if self.partitioned and ((self.d_model // self.n_heads) % 2 or self.d_ff % 2):
+            raise ValueError(f"partitioned=True: expected an even head size (d_model/n_heads={self.d_model // self.n_heads}) and an even d_ff={self.d_ff}")
+
+class _BlockMask(nn.Module):
+    "A parametrization: the weight times a fixed 0/1 mask (the masked entries stay 0 and get no gradient)."
+    def __init__(self, mask: Tensor): super().__init__(); self.register_buffer("mask", mask, persistent=False)
+    def forward(self, w: Tensor) -> Tensor: return w * self.mask
+
+def partition(encoder: Encoder, d_model: int, d_ff: int, n_heads: int) -> Encoder:
+    "Make every layer factored (Kitaev & Klein, 2018, §4): inputs [content; position], each head's q, k, v and each FFN half read one half only."
+    from torch.nn.utils import parametrize
+    dk = d_model // n_heads
+    half_in = lambda n: torch.arange(n) >= n // 2  # the position half of a D- or F-vector
+    half_head = lambda n: (torch.arange(n) % dk) >= dk // 2  # the position half of each head
+    def mask(lin: nn.Linear, rows: Tensor, cols: Tensor):
+        m = (rows[:, None] == cols[None, :]).to(lin.weight.dtype)  # (out, in): 1 where both sides are the same half
+        with torch.no_grad(): lin.weight.mul_(m * math.sqrt(2))  # each output now reads half the inputs: keep its variance
+        parametrize.register_parametrization(lin, "weight", _BlockMask(m))
+    for layer in encoder.layers:
+        a = layer.self_attn
+        for lin in (a.q_proj, a.k_proj, a.v_proj): mask(lin, half_head(a.n_heads * a.d_k), half_in(d_model))
+        mask(a.out_proj, half_in(d_model), half_head(a.n_heads * a.d_k))
+        mask(layer.ff.linear1, half_in(d_ff), half_in(d_model)); mask(layer.ff.linear2, half_in(d_model), half_in(d_ff))
+    return encoder
 
 class ChartParser(nn.Module):
     "Kitaev & Klein (2018): a Transformer encoder over words and characters, span vectors from fencepost differences, label scores per span."
     def __init__(self, cfg: ChartConfig):
         super().__init__()
         self.cfg, D = cfg, cfg.d_model
+        Dc = D // 2 if cfg.partitioned else D  # the content width: all of D, or its first half
         self.subwords = cfg.word_features == "subwords"
-        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, D, PAD)  # pieces (times sqrt(D), §3.4), mean-pooled per word
+        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, Dc, PAD)  # pieces (times sqrt(D), §3.4), mean-pooled per word
         else:
-            self.word_embed = Embeddings(cfg.n_words, D, PAD)  # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
+            self.word_embed = Embeddings(cfg.n_words, Dc, PAD)  # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
             self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
-            self.char_conv = nn.Conv1d(cfg.d_char, D, 3, padding=1)
-        self.pos = PositionalEncoding(D, cfg.max_len, cfg.dropout)
+            self.char_conv = nn.Conv1d(cfg.d_char, Dc, 3, padding=1)
+        self.pos = PositionalEncoding(D // 2 if cfg.partitioned else D, cfg.max_len, cfg.dropout)  # added to the content, or its own half
         self.encoder = Encoder(cfg.n_layers, D, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True)
+        if cfg.partitioned: partition(self.encoder, D, cfg.d_ff, cfg.n_heads)
         self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), nn.Dropout(cfg.dropout),
                                    nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
 
     def embed(self, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character (or piece) ids -> (B, S, D)
         if self.subwords:  # the mean of each word's piece embeddings
             keep = (chars != PAD).unsqueeze(-1)  # (B, S, C, 1)
-            x = (self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1)  # (B, S, D)
-            return self.pos(x)
+            return self.with_position((self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1))  # (B, S, D)
         if self.training and self.cfg.word_dropout:
             drop = (torch.rand(words.shape, device=words.device) < self.cfg.word_dropout) & (words > EOS)
             words = words.masked_fill(drop, UNK)
@@ -158,7 +184,13 @@ class ChartParser(nn.Module):
         c = self.char_embed(chars.view(B * S, C)).transpose(1, 2)  # (B*S, d_char, C)
         c = self.char_conv(c).masked_fill((chars.view(B * S, 1, C) == PAD), -math.inf).amax(-1)  # (B*S, D)
         c = c.masked_fill(~torch.isfinite(c), 0).view(B, S, -1)  # padding positions have no characters
-        return self.pos(self.word_embed(words) + c)  # (B, S, D)
+        return self.with_position(self.word_embed(words) + c)  # (B, S, D)
+
+    def with_position(self, x: Tensor) -> Tensor: # content (B, S, D or D/2) -> (B, S, D)
+        "The positional table added to the content (§3.5), or beside it when partitioned; then dropout."
+        if not self.cfg.partitioned: return self.pos(x)
+        B, S, _ = x.shape
+        return self.pos.dropout(torch.cat([x, self.pos.positions(S, 0).expand(B, S, -1)], -1))
 
     def forward(self, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
                 chars: Tensor, # (B, N+2, C) character ids of each token
@@ -166,7 +198,7 @@ class ChartParser(nn.Module):
                ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
         pad = torch.arange(words.size(1), device=words.device)[None, :] >= (lengths[:, None] + 2)  # (B, N+2)
         h = self.encoder(self.embed(words, chars), src_key_padding_mask=pad)  # (B, N+2, D)
-        fwd, bwd = h.chunk(2, dim=-1)  # (B, N+2, D/2) each
+        fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each: even and odd features (each half has content and position)
         N = words.size(1) - 2
         fence = torch.cat([fwd[:, : N + 1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (B, N+1, D)
         i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)  # every span i < j
