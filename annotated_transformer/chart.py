@@ -116,10 +116,12 @@ class ChartConfig:
     word_dropout: float = 0.2  # training: a word is replaced by UNK with this probability (its characters stay)
     max_len: int = 300  # longest sentence + 2 the positional table covers
     word_features: str = "words+chars"  # "words+chars": a word embedding plus a character convolution; "subwords": mean-pooled BPE pieces, no word table
+    loss: str = "margin"  # training objective: "margin" (a margin over trees, CKY inside) or "span" (cross-entropy per span); see `ChartObjective`
     partitioned: bool = False  # Kitaev & Klein's factored encoder: content and position in separate halves that attention and the FFN never mix
 
     def __post_init__(self):
         if self.model != "chart": raise ValueError(f"model={self.model!r}: a ChartConfig describes model 'chart'")
+        if self.loss not in ("margin", "span"): raise ValueError(f"loss={self.loss!r}: expected 'margin' or 'span'")
         if self.word_features not in ("words+chars", "subwords"):
             raise ValueError(f"word_features={self.word_features!r}: expected 'words+chars' or 'subwords'")
         for name in ("n_words", "n_chars", "n_labels"):
@@ -335,7 +337,7 @@ def chart_parse(model: ChartParser, vocab: ChartVocab, sentences: list[list[str]
 class ChartObjective:
     "What the `Trainer` computes for a `ChartParser`: the loss summed over sentences, and dev bracket F1 by EVALB (COLLINS.prm)."
     def __init__(self, vocab: ChartVocab, # the labels of the scores
-                 loss: str = "margin"): # "margin" (`margin_loss`) or "span" (`span_loss`)
+                 loss: str = "margin"): # "margin" (`margin_loss`) or "span" (`span_loss`): the model config's `loss`
         if loss not in ("margin", "span"): raise ValueError(f"loss={loss!r}: expected 'margin' or 'span'")
         self.labels, self.kind = vocab.labels, loss
 

@@ -114,7 +114,7 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
                           extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts),
-                          objective=ChartObjective(data.tokenizer) if kind == "chart" else None)
+                          objective=ChartObjective(data.tokenizer, data.model_config.loss) if kind == "chart" else None)
         if info.is_main:
             print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
                   f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "
