@@ -4,6 +4,7 @@
     python tools/chart_study.py breakdown        # breakdown.json: F1 per label and per length, both parsers, section 22
     python tools/chart_study.py speed RUN        # speed.json: sentences per second, both parsers, same sentences, same CPU
     python tools/chart_study.py test23 RUN       # test23.pred.txt and test23.json: the blind parse of section 23's words
+    python tools/chart_study.py experiments      # experiments.csv: dev F1 during the short WSJ runs of EXPERIMENTS
 
 Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
 no gold trees here: nothing is tuned or chosen on it.
@@ -26,6 +27,39 @@ SEQ2SEQ_SOURCE = ("../shared/models/ptb-small-h100: ptb-small trained on one H10
                   "(step 6244, 470 s); not a CPU run")
 SEQ2SEQ_TREES = Path("runs/ptb-shared-eval")  # where tools/parsing_study.py dev writes its dev trees
 SEQ2SEQ_BEST = dict(name="beam21-constrained", beam_size=21, alpha=0.3, constrained=True)  # its best dev setting (13b)
+
+# The short WSJ comparisons (1200 steps, warm-up 400, fp32, one thread each, two runs at a time on the 2 cores):
+# run directory -> (what it tries, the commit its code was at). Each ran
+#   at-train ptb-chart --data-dir ../shared/data --max-steps 1200 --warmup-steps 400 --eval-every 400 --save-every 400 \
+#       --precision fp32 --no-progress --run-dir runs/NAME [the option named below]
+EXPERIMENTS = {
+    "exp-embed-old": ("words+chars, margin; word vectors N(0, 1) times sqrt(D) (before e3521a2)", "0c81ef4"),
+    "exp-embed-new": ("as exp-embed-old, with word vectors N(0, 1/D) times sqrt(D) (the package's Embeddings) and the span halves from the even and odd features", "371fbd1"),
+    "exp-partitioned": ("as exp-embed-new, with --partitioned (the factored encoder)", "58a7a12"),
+    "exp-span": ("as exp-embed-new, with --loss span (cross-entropy per span)", "58a7a12"),
+    "exp-subwords": ("as exp-embed-new, with --word-features subwords (mean-pooled BPE pieces, no word table or characters)", "58a7a12"),
+    "exp-bf16": ("as exp-embed-new, with --precision bf16 (autocast)", "58a7a12"),
+}
+
+def experiments():
+    "Dev F1 at each evaluation of the comparison runs, with their training time, into one CSV."
+    import csv, io
+    from annotated_transformer.runs import read_metrics, read_run_info, active_seconds
+    rows = []
+    for name, (what, commit) in EXPERIMENTS.items():
+        run = Path("runs") / name
+        if not (run / "metrics.jsonl").is_file(): print(f"{run}: not found"); continue
+        recs, info = read_metrics(run), read_run_info(run)
+        t0 = recs[0]["time"]
+        for r in recs:
+            if "val_f1" not in r: continue
+            rows.append(dict(experiment=name, what=what, commit=commit, step=r["step"], dev_f1=round(r["val_f1"], 2),
+                             precision=round(r["val_precision"], 2), recall=round(r["val_recall"], 2),
+                             train_s=round(r.get("train_s", r["time"] - t0), 1), cpu_s=r.get("cpu_s", ""),
+                             threads=info["hardware"]["torch_threads"], cpu=info["hardware"]["cpu"], command=info["command"]))
+    buf = io.StringIO(); w = csv.DictWriter(buf, list(rows[0])); w.writeheader(); w.writerows(rows)
+    atomic_write(OUT / "experiments.csv", buf.getvalue())
+    for r in rows: print(r["experiment"], r["step"], r["dev_f1"])
 
 def _sha(path: Path) -> str: return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -93,4 +127,4 @@ if __name__ == "__main__":
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     OUT.mkdir(parents=True, exist_ok=True)
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"dev": dev, "breakdown": breakdown, "speed": speed, "test23": test23}[cmd](*args)
+    {"dev": dev, "breakdown": breakdown, "speed": speed, "test23": test23, "experiments": experiments}[cmd](*args)
