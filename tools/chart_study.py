@@ -39,6 +39,8 @@ EXPERIMENTS = {
     "exp-span": ("as exp-embed-new, with --loss span (cross-entropy per span)", "58a7a12"),
     "exp-subwords": ("as exp-embed-new, with --word-features subwords (mean-pooled BPE pieces, no word table or characters)", "58a7a12"),
     "exp-bf16": ("as exp-embed-new, with --precision bf16 (autocast)", "58a7a12"),
+    "exp-subwords-span": ("as exp-embed-new, with --word-features subwords --loss span", "58a7a12"),
+    "exp-embed-new-seed1": ("exp-embed-new again with --seed 1 (the spread between two seeds)", "58a7a12"),
 }
 
 def experiments():
