@@ -4,7 +4,7 @@
 
 # %% ../nbs/07b_runs.ipynb #3b91933b
 from __future__ import annotations
-import contextlib, json, os, platform, statistics, time
+import contextlib, importlib.util, json, os, platform, statistics, subprocess, time
 from pathlib import Path
 import torch
 from .checkpoint import CheckpointError, check_writable
@@ -14,8 +14,8 @@ from .data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['RUN_FILE', 'LOCK_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware',
-           'write_run_info', 'read_run_info', 'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds',
-           'training_summary', 'plot_metrics']
+           'source_commit', 'write_run_info', 'read_run_info', 'RunInUseError', 'lock_run', 'unlock_run',
+           'active_seconds', 'training_summary', 'plot_metrics']
 
 # %% ../nbs/07b_runs.ipynb #493a3ea7
 def read_records(path: str | Path, # a JSON-lines log
@@ -63,6 +63,15 @@ def hardware() -> dict:
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, torch=torch.__version__,
                 sacrebleu=sb, python=platform.python_version())
 
+def source_commit() -> str | None:
+    "The git commit of the package's source tree, with '+' when tracked files differ from it; None outside a git checkout."
+    root = Path(importlib.util.find_spec("annotated_transformer").origin).parent.parent
+    git = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True, timeout=10)
+    try: head = git("rev-parse", "--short=12", "HEAD")
+    except (OSError, subprocess.SubprocessError): return None
+    if head.returncode != 0: return None
+    return head.stdout.strip() + ("+" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else "")
+
 RUN_FILE = "run.json"
 
 def write_run_info(run_dir: str | Path, # the run directory
@@ -70,11 +79,11 @@ def write_run_info(run_dir: str | Path, # the run directory
                    command: str | None = None, # the command line that started it
                    new: bool = True, # a new run (replaces an old record); False: a resumed run
                    **more) -> dict:
-    "Record a run's start: task, command, start time, machine. A resumed run keeps the first record and appends the time it resumed."
+    "Record a run's start: task, command, start time, machine, source commit. A resumed run keeps the first record and appends its own time, command and commit."
     path = Path(run_dir) / RUN_FILE
     info = json.loads(path.read_text()) if path.is_file() and not new else None
-    if info is None: info = dict(task=task, command=command, started=time.time(), hardware=hardware(), resumed=[], **more)
-    else: info["resumed"] = info.get("resumed", []) + [dict(time=time.time(), command=command)]
+    if info is None: info = dict(task=task, command=command, started=time.time(), hardware=hardware(), commit=source_commit(), resumed=[], **more)
+    else: info["resumed"] = info.get("resumed", []) + [dict(time=time.time(), command=command, commit=source_commit())]
     atomic_write(path, json.dumps(info, indent=1) + "\n")
     return info
 

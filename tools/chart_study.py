@@ -1,6 +1,9 @@
 """The measurements of 13c_chart_parser on WSJ, each written to a file under results/ptb-chart/ (the notebook reads them).
 
-    python tools/chart_study.py dev RUN          # dev22.json: EVALB on section 22 of RUN/best.pt; trees to runs/ptb-chart-eval/
+    python tools/chart_study.py dev RUN          # dev22.json: EVALB on section 22 of RUN/best.pt; trees to runs/ptb-chart-eval/;
+                                                 # RUN's metrics.jsonl and run.json copied beside it (the learning curve)
+    python tools/chart_study.py example RUN      # chart_example.json: one section-22 sentence's span scores and its CKY tree
+    python tools/chart_study.py seq2seq-trees    # the sequence-to-sequence parser's best dev trees, re-made for breakdown
     python tools/chart_study.py breakdown        # breakdown.json: F1 per label and per length, both parsers, section 22
     python tools/chart_study.py speed RUN        # speed.json: sentences per second, both parsers, same sentences, same CPU
     python tools/chart_study.py test23 RUN       # test23.pred.txt and test23.json: the blind parse of section 23's words
@@ -75,8 +78,38 @@ def dev(run: str):
     res = evaluate_decoding(ck, ptb_trees("dev", DATA), OUT / "dev22.json", [dict(name="cky", beam_size=1)], trees_dir=TREES,
                             source=f"{run}: at-train ptb-chart on this CPU (see run.json and metrics.jsonl there)")
     res["checkpoint_sha256"] = _sha(ck)
+    res["step"] = find_checkpoint(ck)[1]["step"]
     atomic_write(OUT / "dev22.json", json.dumps(res, indent=1) + "\n")
+    for f in ("metrics.jsonl", "run.json"): atomic_write(OUT / f, (Path(run) / f).read_text())  # no treebank words in them
     print(json.dumps(res["runs"][-1]["scores"]["all"]))
+
+def example(run: str, index: int = 1):
+    "The chart of one section-22 sentence: each span's best constituent score and label, and the tree CKY takes."
+    from annotated_transformer.chart import chart_batch, cky
+    model, vocab = load_parser(_best(run))
+    gold = ptb_trees("dev", DATA)[int(index)]
+    words = gold.words()
+    x = chart_batch(vocab, [words])
+    with torch.no_grad(): sc = model(x.words, x.chars, x.lengths).float()[0]
+    spans, _ = cky(sc.unsqueeze(0), x.lengths)
+    best = sc[:, :, 1:].max(-1)
+    n = len(words)
+    res = dict(split="dev (section 22)", index=int(index), words=words, gold=str(gold),
+               best_score=[[round(float(best.values[i, j]), 3) if j > i else None for j in range(n + 1)] for i in range(n + 1)],
+               best_label=[[vocab.labels[int(best.indices[i, j]) + 1] if j > i else None for j in range(n + 1)] for i in range(n + 1)],
+               tree_spans=[[i, j, vocab.labels[l]] for i, j, l in spans[0]], checkpoint=str(_best(run)))
+    atomic_write(OUT / "chart_example.json", json.dumps(res) + "\n")
+    print(" ".join(words))
+
+def seq2seq_trees():
+    "Re-make the sequence-to-sequence parser's best dev trees (13b's setting) and check their F1 against 13b's record."
+    res = evaluate_decoding(SEQ2SEQ, ptb_trees("dev", DATA), SEQ2SEQ_TREES / "remade.json", [SEQ2SEQ_BEST],
+                            trees_dir=SEQ2SEQ_TREES, source=SEQ2SEQ_SOURCE)
+    mine = next(r for r in res["runs"] if r["name"] == SEQ2SEQ_BEST["name"])["scores"]["all"]["f1"]
+    rec = json.loads(Path("results/ptb/shared-h100/decoding.json").read_text())
+    theirs = next(r for r in rec["runs"] if r["name"] == SEQ2SEQ_BEST["name"])["scores"]["all"]["f1"]
+    print(f"dev F1 {mine:.2f}; 13b's record {theirs:.2f}")
+    if abs(mine - theirs) > 0.01: sys.exit(f"the re-made trees score {mine:.2f}, not 13b's {theirs:.2f}")
 
 def breakdown():
     "Per label and per length bin, on section 22: the chart parser's trees and the sequence-to-sequence parser's best ones."
@@ -116,7 +149,7 @@ def test23(run: str):
     t0 = time.perf_counter(); trees = [t for t, _ in parse(model, vocab, sents, batch_size=64)]; dt = time.perf_counter() - t0
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
     atomic_write(OUT / "test23.pred.txt", "".join(str(t) + "\n" for t in trees))
-    step = torch.load(ck, map_location="cpu", weights_only=True)["step"]
+    step = find_checkpoint(ck)[1]["step"]
     meta = dict(command=f"python tools/chart_study.py test23 {run}  (at-parse --checkpoint {ck} --input {DATA}/ptb/test_23.words "
                         f"--output {OUT}/test23.pred.txt gives the same trees)",
                 checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=step, sentences=len(trees), seconds=round(dt, 1),
@@ -129,4 +162,4 @@ if __name__ == "__main__":
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     OUT.mkdir(parents=True, exist_ok=True)
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"dev": dev, "breakdown": breakdown, "speed": speed, "test23": test23, "experiments": experiments}[cmd](*args)
+    {"dev": dev, "example": example, "seq2seq-trees": seq2seq_trees, "breakdown": breakdown, "speed": speed, "test23": test23, "experiments": experiments}[cmd](*args)
