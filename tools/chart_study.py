@@ -83,8 +83,8 @@ def dev(run: str):
     for f in ("metrics.jsonl", "run.json"): atomic_write(OUT / f, (Path(run) / f).read_text())  # no treebank words in them
     print(json.dumps(res["runs"][-1]["scores"]["all"]))
 
-def example(run: str, index: int = 1):
-    "The chart of one section-22 sentence: each span's best constituent score and label, and the tree CKY takes."
+def example(run: str, index: int = 19):
+    "The chart of one section-22 sentence (by default the 20th, 15 words): each span's best constituent score and label, and the tree CKY takes."
     from annotated_transformer.chart import chart_batch, cky
     model, vocab = load_parser(_best(run))
     gold = ptb_trees("dev", DATA)[int(index)]
