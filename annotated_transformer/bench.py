@@ -26,8 +26,8 @@ from .tasks import TASKS
 # %% auto #0
 __all__ = ['FAST', 'VARIANTS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch', 'autocast_ctx',
            'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops', 'bench_train', 'bench_infer',
-           'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops', 'bench_compile', 'bench_loss',
-           'bench_adam', 'bench_decode', 'bench_decode_batches']
+           'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops', 'payback_steps', 'bench_compile',
+           'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
@@ -267,11 +267,17 @@ VARIANTS = {"ours_eager": ("ours", {}), "ours_compiled": ("ours", dict(compile=T
             "torch_eager": ("torch", {}), "torch_compiled": ("torch", dict(compile=True)),
             "ours_fast": ("ours", dict(FAST, compile=True))}  # the rest: readable loss, torch.optim.Adam's defaults
 
-def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 1024, reps: int = 5) -> float:
-    "Measured TFLOP/s of an (n, n) @ (n, n) product: the denominator of the CPU's utilization (no vendor peak there)."
+def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 5) -> float:
+    "Measured TFLOP/s of an (n, n) @ (n, n) product in `dtype` at the current thread count: the denominator of the CPU's utilization (no vendor peak there)."
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
     return 2 * n ** 3 / _median(t) / 1e12
+
+def payback_steps(first_call_s: float, # the compiled variant's first call: compiling plus one step
+                  step_s: float, eager_step_s: float) -> float | None: # seconds per step, compiled and eager
+    "Training steps after which compiling has paid for itself: its extra first-call time over the time it saves per step (None: it never does)."
+    saved = eager_step_s - step_s
+    return None if saved <= 0 else max(0.0, first_call_s - step_s) / saved
 
 def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", peak: float | None = None) -> dict:
     "Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (compiled, chunked loss, foreach/fused Adam)."
@@ -287,8 +293,10 @@ def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", 
     res = {k: dict(step_s=_median(v), tok_per_s=n / _median(v), tflops=flops / _median(v) / 1e12, first_call_s=first_s[k],
                    times=v) for k, v in t.items()}
     for v in res.values(): v["mfu"] = None if not peak else v["tflops"] / peak
+    for k, eager in (("ours_compiled", "ours_eager"), ("torch_compiled", "torch_eager"), ("ours_fast", "ours_eager")):
+        res[k]["payback_steps"] = payback_steps(res[k]["first_call_s"], res[k]["step_s"], res[eager]["step_s"])
     tok = {k: v["tok_per_s"] for k, v in res.items()}
-    return dict(res, precision=precision, tokens=n, flops=flops, peak_tflops=peak,
+    return dict(res, precision=precision, threads=torch.get_num_threads(), tokens=n, flops=flops, peak_tflops=peak,
                 eager_ratio=tok["ours_eager"] / tok["torch_eager"], compiled_ratio=tok["ours_compiled"] / tok["torch_compiled"],
                 fast_ratio=tok["ours_fast"] / tok["torch_compiled"], compile_gain_ours=tok["ours_compiled"] / tok["ours_eager"],
                 compile_gain_torch=tok["torch_compiled"] / tok["torch_eager"])

@@ -358,11 +358,13 @@ def _run_bench(argv: list[str]) -> int:
                     f"CUDA only; default: all but compile)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                     help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
-                    "(compiled, chunked loss, fused Adam), with utilization (default: on with --device cuda and no --benchmarks)")
+                    "(compiled, chunked loss, fused Adam), with utilization: on a CPU fp32 and, where native, bf16 (default: on with --device cuda and no --benchmarks)")
     ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base, big")
     ap.add_argument("--reps", type=number(int, 1), default=5, help="timed repetitions per measurement (the median is reported)")
     ap.add_argument("--warmup", type=number(int, 0), default=1, help="untimed warm-up calls before timing")
     ap.add_argument("--threads", type=number(int, 0), default=1, help="torch CPU threads (0: leave torch's default)")
+    ap.add_argument("--compile-threads", type=_int_list, default=None, help="comma-separated CPU thread counts of the compile "
+                    "benchmark, e.g. 1,2: each with its own measured matmul peak (default: --threads)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     ap.add_argument("--batch-size", type=number(int, 1), default=None, help="sentences per batch (default: per device and preset)")
     ap.add_argument("--src-len", type=number(int, 1), default=None, help="longest source/target length (default: per preset)")
@@ -386,7 +388,8 @@ def _run_bench(argv: list[str]) -> int:
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
-                         decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint)
+                         decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint,
+                         compile_threads=a.compile_threads)
     print_report(res)
     atomic_write(out, json.dumps(res, indent=1))
     print(f"wrote {out}")

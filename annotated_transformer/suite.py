@@ -18,11 +18,12 @@ from .bench import (TorchReference, bench_config, random_batch, make_train_step,
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
+from .precision import NATIVE_BF16_FLAGS, cpu_flags
 
 # %% auto #0
 __all__ = ['PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory',
            'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops', 'bench_mfu', 'cpu_record', 'settings',
-           'bench_ct2', 'run_benchmarks', 'bench_plan', 'ratio_rows', 'print_report']
+           'bench_ct2', 'compile_plan', 'run_benchmarks', 'bench_plan', 'ratio_rows', 'print_report']
 
 # %% ../nbs/14a_bench_suite.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -198,7 +199,13 @@ def settings(device="cpu", threads: int | None = None) -> dict:
     return dict(torch=torch.__version__, python=platform.python_version(), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), threads=torch.get_num_threads(), device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
-                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(), time=time.strftime("%Y-%m-%d %H:%M:%S"))
+                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(), time=time.strftime("%Y-%m-%d %H:%M:%S"),
+                load_1_5_15_min=_load(), logical_cpus=os.cpu_count())  # a loaded machine's numbers mean little
+
+def _load() -> list[float] | None:
+    "The 1-, 5- and 15-minute load averages (None where the OS has none)."
+    try: return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError): return None
 
 def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run directory (its newest intact one)
               data_dir: str | Path | None = None, # default: the one the run recorded
@@ -209,13 +216,40 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run 
     res = compare_ct2(path, test.src, test.tgt, threads=threads, reps=reps)
     return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), task=task, split=test.split)
 
+def _at_threads(n: int | None, f):
+    "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
+    old = torch.get_num_threads()
+    if n: torch.set_num_threads(n)
+    try: return f()
+    finally: torch.set_num_threads(old)
+
+def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU thread counts to measure at
+                 peak: float | None = None) -> dict: # a given peak (TFLOP/s) instead of the measured or vendor one
+    """The settings of the compile benchmark, each with the peak its utilization divides by. On a GPU: bf16 against the card's dense
+    bf16 peak. On a CPU: each precision asked for (bf16 only where it is native, `NATIVE_BF16_FLAGS`) at each thread count, against a
+    2048 x 2048 matrix product measured in that precision at that thread count."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return {"bf16": dict(precision="bf16", threads=None, tflops=peak_tflops(torch.cuda.get_device_name(dev), peak),
+                             kind="given" if peak else "vendor dense bf16 peak")}
+    native = bool(set(NATIVE_BF16_FLAGS) & cpu_flags())
+    plan = {}
+    for t in threads:
+        for p in precisions:
+            if p == "bf16" and not native: continue  # emulated bf16 is several times slower than fp32: no one trains in it
+            rate = peak or _at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
+            plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
+                                                           f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
+    return plan
+
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
                    seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
                    peak: float | None = None, data_dir=None, log=print,
                    decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
                    precisions=("fp32", "bf16"), # of the train, infer and memory benchmarks
-                   checkpoint: str | Path | None = None) -> dict: # a trained translation model, for the ct2 benchmark
+                   checkpoint: str | Path | None = None, # a trained translation model, for the ct2 benchmark
+                   compile_threads: tuple[int, ...] | None = None) -> dict: # CPU thread counts of the compile benchmark (None: `threads`)
     "Run the chosen benchmarks on each preset; seqlen and batching on `scaling_preset` only (default: the first preset)."
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: raise ValueError(f"unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
@@ -225,13 +259,9 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
     if threads: torch.set_num_threads(threads)
     scaling_preset = scaling_preset or presets[0]
     out = dict(settings=dict(settings(device), reps=reps, warmup=warmup, presets={}), results={})
-    if "compile" in benchmarks:  # the denominator of the utilization: the card's bf16 peak, or this CPU's measured matmul
-        fast_prec = "bf16" if dev.type == "cuda" else "fp32"
-        if dev.type == "cuda":
-            cpeak, kind = peak_tflops(torch.cuda.get_device_name(dev), peak), "vendor dense bf16 peak"
-        else:
-            cpeak, kind = (peak, "given") if peak else (matmul_tflops(device), "measured fp32 1024x1024 matmul, this CPU")
-        out["settings"]["compile_peak"] = dict(tflops=cpeak, kind=kind, precision=fast_prec)
+    plan = compile_plan(device, precisions, compile_threads or (torch.get_num_threads(),), peak) if "compile" in benchmarks else {}
+    if plan: out["settings"]["compile_peak"] = plan
+    elif "compile" in benchmarks: log(f"compile: nothing to run (precisions {precisions}; bf16 needs native bf16 on a CPU)")
     for p in presets:
         cfg = bench_config(p); B, S = (shapes or {}).get(p, DEFAULT_SHAPES[(dev.type, p)])
         out["settings"]["presets"][p] = dict(config=asdict(cfg), batch_size=B, src_len=S, tgt_len=S,
@@ -246,7 +276,8 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
             run("train", lambda: {**r.get("train", {}), prec: bench_train(cfg, batch, prec, reps, warmup, device)})
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
         run("precision", lambda: bench_precision(cfg, batch, reps, warmup, device))
-        run("compile", lambda: bench_compile(cfg, batch, fast_prec, reps, warmup, device, cpeak))
+        if plan: run("compile", lambda: {k: _at_threads(c["threads"], lambda: bench_compile(cfg, batch, c["precision"], reps, warmup,
+                                                                                          device, c["tflops"])) for k, c in plan.items()})
         run("attention", lambda: bench_attention(cfg, batch, "fp32", reps, warmup, device))
         run("loss", lambda: bench_loss(cfg, batch, "fp32", reps, warmup, device))
         run("adam", lambda: bench_adam(cfg, reps, warmup, device))
@@ -318,8 +349,7 @@ def ratio_rows(res: dict) -> list[dict]:
             x = r["precision"]
             row(f"train tokens/s, bf16 vs fp32, trainer's step (auto: {x['auto']})", x["bf16"]["tok_per_s"],
                 x["fp32"]["tok_per_s"], "fp32", x["bf16_vs_fp32"])
-        if "compile" in r:
-            x, prec = r["compile"], r["compile"]["precision"]
+        for prec, x in r.get("compile", {}).items():  # prec: "fp32, 1 thread", ...
             row(f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"], "nn.Transformer", x["eager_ratio"])
             row(f"train {prec} tokens/s, both compiled", x["ours_compiled"]["tok_per_s"], x["torch_compiled"]["tok_per_s"],
                 "nn.T. compiled", x["compiled_ratio"])
@@ -329,7 +359,7 @@ def ratio_rows(res: dict) -> list[dict]:
                 "eager", x["compile_gain_ours"])
             if x.get("peak_tflops"):
                 for k in ("ours_eager", "ours_compiled", "ours_fast", "torch_eager", "torch_compiled"):
-                    row(f"train TFLOP/s, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"])
+                    row(f"train TFLOP/s {prec}, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"])
         if "attention" in r:
             x = r["attention"]
             row("train step s, fused vs explicit attention", x["fused_step_s"], x["explicit_step_s"], "explicit", x["ratio"])
@@ -385,11 +415,12 @@ def print_report(res: dict, file=None):
           f"reps {s['reps']} (median), warm-up {s['warmup']} | {s['time']}", file=file)
     if "cpu" in s:
         c = s["cpu"]
-        print(f"  CPU {c.get('model')}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items() if k != "model"), file=file)
-    if "compile_peak" in s:
-        c = s["compile_peak"]
-        print(f"  utilization denominator: {c['tflops']} TFLOP/s ({c['kind']}, {c['precision']})" if c["tflops"]
-              else "  utilization: no peak known for this device (--peak-tflops)", file=file)
+        print(f"  CPU {c.get('model')}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items() if k != "model")
+              + (f"; load at the start {' / '.join(map(str, s['load_1_5_15_min']))} (1 / 5 / 15 min) on {s['logical_cpus']} logical CPUs"
+                 if s.get("load_1_5_15_min") else ""), file=file)
+    for k, c in s.get("compile_peak", {}).items():
+        print(f"  utilization denominator, {k}: {c['tflops']:.3f} TFLOP/s ({c['kind']})" if c["tflops"]
+              else f"  utilization, {k}: no peak known for this device (--peak-tflops)", file=file)
     for p, x in s["presets"].items():
         c = x["config"]
         print(f"  {p}: d_model {c['d_model']}, layers {c['n_layers']}, heads {c['n_heads']}, d_ff {c['d_ff']}, vocab "

@@ -128,7 +128,8 @@ def test_cli_writes_json(tmp_path):
     (["--warmup", "-1"], "expected at least 0"), (["--peak-tflops", "nan"], "expected a finite number"),
     (["--peak-tflops", "0"], "expected a positive number"), (["--decode-batches", "0,64"], "positive integers"),
     (["--device", "tpu9"], "expected cpu, cuda or cuda:N"), (["--checkpoint", "no/such/run"], "no such file or directory"),
-    (["--benchmarks", "train,ct2"], "give its checkpoint (--checkpoint)")])
+    (["--benchmarks", "train,ct2"], "give its checkpoint (--checkpoint)"), (["--compile-threads", "0,2"], "positive integers"),
+    (["--compile-threads", "2,2"], "distinct")])
 def test_cli_rejects_bad_arguments(args, message, capsys):
     with pytest.raises(SystemExit) as e: bench_main(["--presets", "tiny", *args])
     assert e.value.code == 2
@@ -257,3 +258,30 @@ def test_compile_benchmark_on_cuda():
     cfg = bench_config("tiny"); b = random_batch(cfg, 8, 16, device="cuda")
     r = bench_compile(cfg, b, "bf16", reps=2, warmup=1, device="cuda", peak=100.0)
     assert r["ours_fast"]["mfu"] > 0
+
+
+def test_payback_steps():
+    from annotated_transformer.bench import payback_steps
+    assert payback_steps(first_call_s=31.0, step_s=1.0, eager_step_s=2.0) == 30.0  # 30 s of compiling, 1 s saved per step
+    assert payback_steps(5.0, 2.0, 2.0) is None and payback_steps(5.0, 3.0, 2.0) is None  # no gain: it never pays back
+
+
+@pytest.mark.parametrize("flags,native", [(set(), False), ({"avx2", "avx512_bf16"}, True), ({"amx_bf16"}, True)])
+def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
+    import annotated_transformer.suite as suite
+    monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
+    plan = suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2), peak=0.5)  # a given peak: nothing is timed
+    expect = [("fp32", 1)] + [("bf16", 1)] * native + [("fp32", 2)] + [("bf16", 2)] * native
+    assert [(c["precision"], c["threads"]) for c in plan.values()] == expect
+    assert all(c["tflops"] == 0.5 and c["kind"] == "given" for c in plan.values())
+
+
+def test_compile_plan_measures_each_peak_at_its_thread_count(monkeypatch):
+    import annotated_transformer.suite as suite
+    seen = []
+    monkeypatch.setattr(suite, "cpu_flags", lambda: set())
+    monkeypatch.setattr(suite, "matmul_tflops", lambda device, dtype: seen.append((torch.get_num_threads(), dtype)) or 0.1)
+    before = torch.get_num_threads()
+    plan = suite.compile_plan("cpu", ("fp32",), threads=(1, 2))
+    assert seen == [(1, torch.float32), (2, torch.float32)] and torch.get_num_threads() == before
+    assert list(plan) == ["fp32, 1 thread", "fp32, 2 threads"] and "measured fp32" in plan["fp32, 2 threads"]["kind"]

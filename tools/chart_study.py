@@ -86,7 +86,8 @@ def dev(run: str):
 def example(run: str, index: int = 19):
     "The chart of one section-22 sentence (by default the 20th, 15 words): each span's best constituent score and label, and the tree CKY takes."
     from annotated_transformer.chart import chart_batch, cky
-    model, vocab = load_parser(_best(run))
+    ck = _best(run)
+    model, vocab = load_parser(ck)
     gold = ptb_trees("dev", DATA)[int(index)]
     words = gold.words()
     x = chart_batch(vocab, [words])
@@ -97,7 +98,7 @@ def example(run: str, index: int = 19):
     res = dict(split="dev (section 22)", index=int(index), words=words, gold=str(gold),
                best_score=[[round(float(best.values[i, j]), 3) if j > i else None for j in range(n + 1)] for i in range(n + 1)],
                best_label=[[vocab.labels[int(best.indices[i, j]) + 1] if j > i else None for j in range(n + 1)] for i in range(n + 1)],
-               tree_spans=[[i, j, vocab.labels[l]] for i, j, l in spans[0]], checkpoint=str(_best(run)))
+               tree_spans=[[i, j, vocab.labels[l]] for i, j, l in spans[0]], checkpoint=str(ck))
     atomic_write(OUT / "chart_example.json", json.dumps(res) + "\n")
     print(" ".join(words))
 
@@ -158,8 +159,19 @@ def test23(run: str):
     atomic_write(OUT / "test23.json", json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
 
-if __name__ == "__main__":
+COMMANDS = {"dev": (dev, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
+            "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0)}  # name -> (function, RUN arguments)
+
+def main(argv: list[str]) -> None:
+    "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
+    if not argv or argv[0] not in COMMANDS:
+        sys.exit(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {argv[0] if argv else 'nothing'!r}")
+    (fn, n), args = COMMANDS[argv[0]], argv[1:]
+    if len(args) != n:
+        sys.exit(f"chart_study.py {argv[0]}: expected {'RUN, a run directory' if n else 'no arguments'}; got {len(args)}")
+    if n and not Path(args[0]).is_dir(): sys.exit(f"chart_study.py {argv[0]}: {args[0]}: not a run directory")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     OUT.mkdir(parents=True, exist_ok=True)
-    cmd, args = sys.argv[1], sys.argv[2:]
-    {"dev": dev, "example": example, "seq2seq-trees": seq2seq_trees, "breakdown": breakdown, "speed": speed, "test23": test23, "experiments": experiments}[cmd](*args)
+    fn(*args)
+
+if __name__ == "__main__": main(sys.argv[1:])
