@@ -20,14 +20,15 @@ from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 from .batching import Batch
 from .decode import time_decoding
 from .loss import HiddenStates
-from .precision import resolve_precision, precision_trial
+from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cpu_flags
 from .tasks import TASKS
 
 # %% auto #0
-__all__ = ['FAST', 'VARIANTS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch', 'autocast_ctx',
-           'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops', 'bench_train', 'bench_infer',
-           'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops', 'payback_steps', 'bench_compile',
-           'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches']
+__all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch',
+           'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops', 'bench_train',
+           'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops', 'peak_tflops',
+           'compile_plan', 'payback_steps', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode',
+           'bench_decode_batches']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
@@ -272,6 +273,42 @@ def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
     return 2 * n ** 3 / _median(t) / 1e12
+
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0, "H100": 989.0,
+                    "GH200": 989.0, "B200": 2250.0, "A100": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
+                    "L4": 121.0, "RTX 4090": 165.0, "RTX 3090": 71.0}  # dense bf16 tensor-core TFLOP/s
+
+def peak_tflops(device_name: str, override: float | None = None) -> float | None:
+    "The dense bf16 peak of a device, looked up by (the longest matching) name, unless `override` is given."
+    if override is not None: return float(override)
+    hits = [k for k in PEAK_BF16_TFLOPS if k.lower() in device_name.lower()]
+    return PEAK_BF16_TFLOPS[max(hits, key=len)] if hits else None
+
+def _at_threads(n: int | None, f):
+    "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
+    old = torch.get_num_threads()
+    if n: torch.set_num_threads(n)
+    try: return f()
+    finally: torch.set_num_threads(old)
+
+def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU thread counts to measure at
+                 peak: float | None = None) -> dict: # a given peak (TFLOP/s) instead of the measured or vendor one
+    """The settings of the compile benchmark, each with the peak its utilization divides by. On a GPU: bf16 against the card's dense
+    bf16 peak. On a CPU: each precision asked for (bf16 only where it is native, `NATIVE_BF16_FLAGS`) at each thread count, against a
+    2048 x 2048 matrix product measured in that precision at that thread count."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return {"bf16": dict(precision="bf16", threads=None, tflops=peak_tflops(torch.cuda.get_device_name(dev), peak),
+                             kind="given" if peak else "vendor dense bf16 peak")}
+    native = bool(set(NATIVE_BF16_FLAGS) & cpu_flags())
+    plan = {}
+    for t in threads:
+        for p in precisions:
+            if p == "bf16" and not native: continue  # emulated bf16 is several times slower than fp32: no one trains in it
+            rate = peak or _at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
+            plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
+                                                           f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
+    return plan
 
 def payback_steps(first_call_s: float, # the compiled variant's first call: compiling plus one step
                   step_s: float, eager_step_s: float) -> float | None: # seconds per step, compiled and eager

@@ -13,17 +13,16 @@ from .model import make_model, count_parameters
 from .batching import TokenBatchSampler, collate, padding_fraction
 from .data import default_data_dir
 from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
-    matmul_tflops, bench_train, bench_infer, bench_precision, bench_compile, bench_attention, bench_loss, bench_adam, bench_decode,
-    bench_decode_batches, _sync, _pair, _median)
+    PEAK_BF16_TFLOPS, peak_tflops, compile_plan, _at_threads, bench_train, bench_infer, bench_precision, bench_compile,
+    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, _sync, _pair, _median)
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
-from .precision import NATIVE_BF16_FLAGS, cpu_flags
 
 # %% auto #0
-__all__ = ['PEAK_BF16_TFLOPS', 'BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory',
-           'bench_seqlen', 'sentence_lengths', 'bench_batching', 'peak_tflops', 'bench_mfu', 'cpu_record', 'settings',
-           'bench_ct2', 'compile_plan', 'run_benchmarks', 'bench_plan', 'ratio_rows', 'print_report']
+__all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory', 'bench_seqlen',
+           'sentence_lengths', 'bench_batching', 'bench_mfu', 'cpu_record', 'settings', 'bench_ct2', 'run_benchmarks',
+           'bench_plan', 'ratio_rows', 'print_report']
 
 # %% ../nbs/14a_bench_suite.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -152,16 +151,6 @@ def bench_batching(cfg, max_tokens=2048, n_batches=4, precision="fp32", data_dir
     return res
 
 # %% ../nbs/14a_bench_suite.ipynb #78f095c4
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0, "H100": 989.0,
-                    "GH200": 989.0, "B200": 2250.0, "A100": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
-                    "L4": 121.0, "RTX 4090": 165.0, "RTX 3090": 71.0}  # dense bf16 tensor-core TFLOP/s
-
-def peak_tflops(device_name: str, override: float | None = None) -> float | None:
-    "The dense bf16 peak of a device, looked up by (the longest matching) name, unless `override` is given."
-    if override is not None: return float(override)
-    hits = [k for k in PEAK_BF16_TFLOPS if k.lower() in device_name.lower()]
-    return PEAK_BF16_TFLOPS[max(hits, key=len)] if hits else None
-
 def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda", peak: float | None = None) -> dict:
     "bf16 training throughput of our model on a GPU as achieved TFLOP/s and as a fraction of the device's peak."
     if torch.device(device).type != "cuda": raise ValueError(f"MFU is measured on a CUDA device, got device={device!r}")
@@ -215,32 +204,6 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run 
     _, test, task = run_splits(path, "test", data_dir=data_dir)
     res = compare_ct2(path, test.src, test.tgt, threads=threads, reps=reps)
     return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), task=task, split=test.split)
-
-def _at_threads(n: int | None, f):
-    "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
-    old = torch.get_num_threads()
-    if n: torch.set_num_threads(n)
-    try: return f()
-    finally: torch.set_num_threads(old)
-
-def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU thread counts to measure at
-                 peak: float | None = None) -> dict: # a given peak (TFLOP/s) instead of the measured or vendor one
-    """The settings of the compile benchmark, each with the peak its utilization divides by. On a GPU: bf16 against the card's dense
-    bf16 peak. On a CPU: each precision asked for (bf16 only where it is native, `NATIVE_BF16_FLAGS`) at each thread count, against a
-    2048 x 2048 matrix product measured in that precision at that thread count."""
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return {"bf16": dict(precision="bf16", threads=None, tflops=peak_tflops(torch.cuda.get_device_name(dev), peak),
-                             kind="given" if peak else "vendor dense bf16 peak")}
-    native = bool(set(NATIVE_BF16_FLAGS) & cpu_flags())
-    plan = {}
-    for t in threads:
-        for p in precisions:
-            if p == "bf16" and not native: continue  # emulated bf16 is several times slower than fp32: no one trains in it
-            rate = peak or _at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
-            plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
-                                                           f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
-    return plan
 
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`

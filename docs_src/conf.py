@@ -36,6 +36,9 @@ suppress_warnings = ['myst.header']   # show_doc entries are H3 whatever the pag
 myst_enable_extensions = ['dollarmath', 'amsmath', 'attrs_block', 'attrs_inline', 'colon_fence', 'html_image',
                           'smartquotes', 'strikethrough']
 myst_dmath_double_inline = True
+# Sphinx's own typography: curly quotes and ellipses, but not dashes, so that a command-line option such as
+# `--partitioned` in a table printed by a cell keeps its two hyphens (the default 'qDe' made it an en dash)
+smartquotes_action = 'qe'
 # heading ids as Pandoc/Quarto make them, so nbdev's doc links (`attention.html#multiheadattention.forward`)
 # resolve here as they do on a Quarto-built site; `[x](page.ipynb#slug)` to a missing anchor is a build error
 myst_heading_anchors = 6

@@ -268,7 +268,7 @@ def test_payback_steps():
 
 @pytest.mark.parametrize("flags,native", [(set(), False), ({"avx2", "avx512_bf16"}, True), ({"amx_bf16"}, True)])
 def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
-    import annotated_transformer.suite as suite
+    import annotated_transformer.bench as suite
     monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
     plan = suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2), peak=0.5)  # a given peak: nothing is timed
     expect = [("fp32", 1)] + [("bf16", 1)] * native + [("fp32", 2)] + [("bf16", 2)] * native
@@ -277,7 +277,7 @@ def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
 
 
 def test_compile_plan_measures_each_peak_at_its_thread_count(monkeypatch):
-    import annotated_transformer.suite as suite
+    import annotated_transformer.bench as suite
     seen = []
     monkeypatch.setattr(suite, "cpu_flags", lambda: set())
     monkeypatch.setattr(suite, "matmul_tflops", lambda device, dtype: seen.append((torch.get_num_threads(), dtype)) or 0.1)
