@@ -189,7 +189,8 @@ def settings(device="cpu", threads: int | None = None) -> dict:
                 processor=platform.processor() or platform.machine(), threads=torch.get_num_threads(), device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
                 cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(), time=time.strftime("%Y-%m-%d %H:%M:%S"),
-                load_1_5_15_min=_load(), logical_cpus=os.cpu_count())  # a loaded machine's numbers mean little
+                load_1_5_15_min=_load(), logical_cpus=os.cpu_count(),  # a loaded machine's numbers mean little
+                env={k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "TORCHINDUCTOR_"))})  # threads, compile caches
 
 def _load() -> list[float] | None:
     "The 1-, 5- and 15-minute load averages (None where the OS has none)."
