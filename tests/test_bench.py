@@ -249,8 +249,9 @@ def test_compile_benchmark_rows():
     assert r["compiled_ratio"] == pytest.approx(tok["ours_compiled"] / tok["torch_compiled"])
     assert r["fast_ratio"] == pytest.approx(tok["ours_fast"] / tok["torch_compiled"])
     assert r["ours_eager"]["mfu"] == pytest.approx(r["ours_eager"]["tflops"])
-    rows = ratio_rows(dict(results=dict(tiny=dict(compile=r))))
-    assert any("both compiled" in x["what"] for x in rows)
+    assert r["threads"] == torch.get_num_threads() and set(r["ours_fast"]) >= {"payback_steps", "first_call_s"}
+    rows = ratio_rows(dict(results=dict(tiny=dict(compile={"fp32, 1 thread": r}))))  # run_benchmarks: one result per setting
+    assert any(x["what"] == "train fp32, 1 thread tokens/s, both compiled" and x["ratio"] == r["compiled_ratio"] for x in rows)
 
 
 @pytest.mark.cuda
