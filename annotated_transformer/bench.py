@@ -301,13 +301,15 @@ def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU 
         return {"bf16": dict(precision="bf16", threads=None, tflops=peak_tflops(torch.cuda.get_device_name(dev), peak),
                              kind="given" if peak else "vendor dense bf16 peak")}
     native = bool(set(NATIVE_BF16_FLAGS) & cpu_flags())
+    todo = [(t, p) for t in threads for p in precisions if p == "fp32" or native]  # emulated bf16: several times slower, no one trains in it
+    if peak and len(todo) > 1:  # a CPU's rate differs by precision and by thread count: one number cannot be the peak of several settings
+        raise ValueError(f"peak={peak}: one given peak for {len(todo)} settings ({', '.join(f'{p} at {t} thread(s)' for t, p in todo)}); "
+                         "give it for one precision and one thread count, or leave it out to measure each")
     plan = {}
-    for t in threads:
-        for p in precisions:
-            if p == "bf16" and not native: continue  # emulated bf16 is several times slower than fp32: no one trains in it
-            rate = peak or _at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
-            plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
-                                                           f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
+    for t, p in todo:
+        rate = peak or _at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
+        plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
+                                                       f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
     return plan
 
 def payback_steps(first_call_s: float, # the compiled variant's first call: compiling plus one step

@@ -373,7 +373,8 @@ def _run_bench(argv: list[str]) -> int:
                     "(bf16 autocast is emulated, and slow, on CPUs without avx512_bf16 or amx_bf16)")
     ap.add_argument("--decode-batches", type=_int_list, default=(1, 64), help="sentences per call of the decode_batch benchmark")
     ap.add_argument("--scaling-tokens", type=number(int, 1), default=2048, help="tokens per batch in the seqlen and batching benchmarks")
-    ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None, help="the device's dense bf16 peak, for MFU")
+    ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None, help="the peak TFLOP/s that MFU divides by: on a GPU the card's dense bf16 peak (default: looked up by its name); on a CPU it replaces "
+                    "the measured matmul rate, so the compile benchmark must then run one precision at one thread count")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
     ap.add_argument("--checkpoint", default=None, help="a trained translation checkpoint (file or run directory): adds the ct2 benchmark, our beam search against CTranslate2 on its test split (pip install ctranslate2)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")

@@ -178,7 +178,8 @@ def compare_ct2(ckpt: dict | str | Path, # a translation checkpoint
         kw = dict(alpha=alpha, batch_size=batch_size)
         greedy_ours = translate(model, tok, lines, beam_size=1, batch_size=batch_size)
         greedy_ct2 = ct2_translate(engines["float32"], tok, lines, beam_size=1, batch_size=batch_size, max_len=model.cfg.max_len)
-        res = dict(sentences=len(lines), threads=threads, batch_size=batch_size, beam_size=beam_size, alpha=alpha, reps=reps,
+        res = dict(ctranslate2=_need_ct2().__version__, parameters=sum(p.numel() for p in model.parameters()), sentences=len(lines),
+                   threads=threads, batch_size=batch_size, beam_size=beam_size, alpha=alpha, reps=reps,
                    greedy_identical=sum(a == b for a, b in zip(greedy_ours, greedy_ct2)) / len(lines))
         runs = {"ours": lambda: translate(model, tok, lines, beam_size=beam_size, **kw)}
         for ct, tr in engines.items():

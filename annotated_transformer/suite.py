@@ -14,7 +14,7 @@ from .batching import TokenBatchSampler, collate, padding_fraction
 from .data import default_data_dir
 from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
     PEAK_BF16_TFLOPS, peak_tflops, compile_plan, _at_threads, bench_train, bench_infer, bench_precision, bench_compile,
-    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, _sync, _pair, _median)
+    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, _sync, _pair, _median, VARIANTS)
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
@@ -22,7 +22,7 @@ from .ct2 import compare_ct2
 # %% auto #0
 __all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory', 'bench_seqlen',
            'sentence_lengths', 'bench_batching', 'bench_mfu', 'cpu_record', 'settings', 'bench_ct2', 'run_benchmarks',
-           'bench_plan', 'ratio_rows', 'print_report']
+           'bench_plan', 'ratio_rows', 'print_report', 'best_against_best']
 
 # %% ../nbs/14a_bench_suite.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -200,11 +200,12 @@ def _load() -> list[float] | None:
 def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run directory (its newest intact one)
               data_dir: str | Path | None = None, # default: the one the run recorded
               threads: int = 1, reps: int = 3) -> dict:
-    "`compare_ct2` on the test split the run's task reports on, with the checkpoint's hash and training record."
-    path, _ = find_checkpoint(checkpoint)
+    "`compare_ct2` on the test split the run's task reports on, with the checkpoint's hash and training step."
+    path, ck = find_checkpoint(checkpoint)
     _, test, task = run_splits(path, "test", data_dir=data_dir)
     res = compare_ct2(path, test.src, test.tgt, threads=threads, reps=reps)
-    return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), task=task, split=test.split)
+    return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), step=ck.get("step"),
+                task=task, split=test.split)
 
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
@@ -395,3 +396,12 @@ def print_report(res: dict, file=None):
         fmt = lambda v: "-" if v is None else f"{v:12.4g}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:7.2f}"
         print(f"{r['preset']:9s} {r['what']:58s} {fmt(r['ours']):>12s} {fmt(r['ref']):>12s} {r['vs']:>16s} {ratio:>7s}", file=file)
+
+# %% ../nbs/14a_bench_suite.ipynb #90044270
+def best_against_best(setting: dict, # one setting of `bench_compile`'s result: variant name -> its timings
+                     ) -> dict: # each side's fastest variant, ours ÷ nn.Transformer between them, and each one's MFU
+    "Our fastest variant against `nn.Transformer`'s fastest (compile time not counted), with the utilization of each."
+    best = lambda who: max((v for v in VARIANTS if v.startswith(who)), key=lambda v: setting[v]["tok_per_s"])
+    o, t = best("ours"), best("torch")
+    return dict(ours=o, torch=t, ratio=setting[o]["tok_per_s"] / setting[t]["tok_per_s"],
+                ours_mfu=setting[o].get("mfu"), torch_mfu=setting[t].get("mfu"))

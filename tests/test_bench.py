@@ -271,10 +271,23 @@ def test_payback_steps():
 def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
     import annotated_transformer.bench as suite
     monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
-    plan = suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2), peak=0.5)  # a given peak: nothing is timed
+    monkeypatch.setattr(suite, "matmul_tflops", lambda device, dtype: 0.2 if dtype == torch.bfloat16 else 0.1)  # nothing is timed
+    plan = suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2))
     expect = [("fp32", 1)] + [("bf16", 1)] * native + [("fp32", 2)] + [("bf16", 2)] * native
     assert [(c["precision"], c["threads"]) for c in plan.values()] == expect
-    assert all(c["tflops"] == 0.5 and c["kind"] == "given" for c in plan.values())
+    assert [c["tflops"] for c in plan.values()] == [0.2 if p == "bf16" else 0.1 for p, _ in expect]
+
+
+def test_compile_plan_takes_a_given_peak_for_one_setting_only(monkeypatch):
+    import annotated_transformer.bench as suite
+    monkeypatch.setattr(suite, "cpu_flags", lambda: {"avx512_bf16"})
+    plan = suite.compile_plan("cpu", ("bf16",), threads=(2,), peak=0.5)
+    assert [(c["precision"], c["threads"], c["tflops"], c["kind"]) for c in plan.values()] == [("bf16", 2, 0.5, "given")]
+    for precisions, threads in ((("fp32", "bf16"), (2,)), (("fp32",), (1, 2))):  # one number cannot be both rates
+        with pytest.raises(ValueError, match="peak=0.5: one given peak for 2 settings"):
+            suite.compile_plan("cpu", precisions, threads=threads, peak=0.5)
+    monkeypatch.setattr(suite, "cpu_flags", lambda: set())  # bf16 is not run without native bf16: one setting is left
+    assert list(suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1,), peak=0.5)) == ["fp32, 1 thread"]
 
 
 def test_compile_plan_measures_each_peak_at_its_thread_count(monkeypatch):
