@@ -342,6 +342,7 @@ class ChartObjective:
         self.labels, self.kind = vocab.labels, loss
 
     def count(self, batch: ChartBatch) -> int: return len(batch)  # the loss is normalized per sentence
+    def tokens(self, batch: ChartBatch) -> int: return int(batch.lengths.sum())  # words: what the trainer's tokens/s counts
     def loss(self, model, batch: ChartBatch) -> Tensor:
         s = model(batch.words, batch.chars, batch.lengths).float()  # (B, N+1, N+1, L)
         return (margin_loss(s, batch.gold, batch.gold_spans, batch.lengths) if self.kind == "margin"

@@ -124,7 +124,7 @@ class Trainer:
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
                  loss: str = "chunked", # "chunked": `ChunkedLabelSmoothingLoss`; "readable": `LabelSmoothingLoss` on the logits
-                 objective=None, # None: the loss of §5.4 on `Batch`es; else what another kind of model learns (`count`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`)
+                 objective=None, # None: the loss of §5.4 on `Batch`es; else what another kind of model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`)
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
         self.rank, self.world_size = _world()
@@ -205,7 +205,8 @@ def train_step(self: Trainer, batches: list) -> dict:
     "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
     self.model.train()
     n = _count_tokens(batches, self.model.cfg.pad_idx) if self.objective is None else sum(self.objective.count(b) for b in batches)
-    n_total = _all_reduce(torch.tensor([n], dtype=torch.float64, device=self.device)).item()
+    seen = n if self.objective is None else sum(self.objective.tokens(b) for b in batches)  # what tokens/s counts: a parser's words
+    n_total, seen_total = _all_reduce(torch.tensor([n, seen], dtype=torch.float64, device=self.device)).tolist()
     if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
     loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
     for k, batch in enumerate(batches):
@@ -235,7 +236,7 @@ def train_step(self: Trainer, batches: list) -> dict:
     self.scheduler.step()  # once per optimizer step: equation (3) counts updates
     self.step += 1
     if stats[1].item() > 0: self.stop_agreed = self.stop_signal or "a signal on another rank"  # every rank stops here
-    return dict(loss=loss, lr=lr, grad_norm=grad_norm, tokens=n_total)
+    return dict(loss=loss, lr=lr, grad_norm=grad_norm, tokens=seen_total, loss_units=n_total)  # loss: the mean over loss_units
 
 
 # %% ../nbs/09_train.ipynb #ded78b89
@@ -358,16 +359,18 @@ def fit(self: Trainer) -> dict:
         from tqdm.auto import tqdm
         bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
     self._clock_start = (time.perf_counter(), time.process_time())
-    stream, last, window = iter(self.train_stream), {}, dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+    new_window = lambda: dict(loss=0.0, loss_units=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+    stream, last, window = iter(self.train_stream), {}, new_window()
     try:
         while self.step < cfg.max_steps and self.stop_agreed is None:
             m = self.train_step([next(stream) for _ in range(self.accum)])
-            window["loss"] += m["loss"] * m["tokens"]; window["tokens"] += m["tokens"]; window["steps"] += 1
+            window["loss"] += m["loss"] * m["loss_units"]; window["loss_units"] += m["loss_units"]
+            window["tokens"] += m["tokens"]; window["steps"] += 1
             if self.step % cfg.log_every == 0 or self.step == cfg.max_steps:
                 dt = time.perf_counter() - window["t0"]
-                last = dict(step=self.step, loss=window["loss"] / window["tokens"], lr=m["lr"], grad_norm=m["grad_norm"],
+                last = dict(step=self.step, loss=window["loss"] / window["loss_units"], lr=m["lr"], grad_norm=m["grad_norm"],
                             tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), **self.elapsed(), time=time.time())
-                self._log(last); window = dict(loss=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
+                self._log(last); window = new_window()
                 if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
             if bar: bar.update(1)
             if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:

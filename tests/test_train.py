@@ -51,6 +51,30 @@ def test_accumulation_equals_one_big_batch(tmp_path):
     assert small.scheduler.last_epoch == big.scheduler.last_epoch == 1
 
 
+class PerSentence:
+    "An objective whose loss is a mean over sentences, as the chart parser's: the loss divides by `count`, tokens/s counts `tokens`."
+    def count(self, b): return b.src.size(0)
+    def tokens(self, b): return int((b.tgt_out != 0).sum())
+    def loss(self, model, b): return -model(b.src, b.tgt_in, b.src_key_padding_mask, b.tgt_key_padding_mask).log_softmax(-1)[..., 3].mean(-1).sum()
+
+
+def test_objective_loss_per_sentence_and_tokens_per_s_in_tokens(tmp_path):
+    "An objective's loss is averaged over what it counts (sentences), while tokens_per_s counts its tokens, not its sentences."
+    seed_everything(0)
+    model = make_model(TransformerConfig.tiny(dropout=0.0))
+    cfg = TrainConfig(max_steps=2, warmup_steps=4, max_tokens=40, device="cpu", precision="fp32", run_dir=str(tmp_path),
+                      progress=False, log_every=2, save_every=0, eval_every=0)
+    t = Trainer(model, cfg, make_loader(PAIRS, max_tokens=40, seed=0), objective=PerSentence())
+    b = collate(PAIRS[:5])
+    with torch.no_grad(): per_sentence = PerSentence().loss(t.model, b).item() / 5
+    m = t.train_step([b])
+    assert m["loss_units"] == 5 and m["tokens"] == int((b.tgt_out != 0).sum()) > 5
+    assert m["loss"] == pytest.approx(per_sentence, rel=1e-5)
+    t.fit()
+    rec = [r for r in read_metrics(tmp_path) if "tokens_per_s" in r][-1]
+    assert rec["step"] == 2 and rec["tokens_per_s"] > 0 and rec["loss"] > 0
+
+
 def test_mean_of_micro_batch_means_differs(tmp_path):
     "The naive normalization (mean of each micro-batch's mean) gives another update: the test above can fail."
     groups = [PAIRS[0:1], PAIRS[1:12]]
