@@ -20,15 +20,14 @@ from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 from .batching import Batch
 from .decode import time_decoding
 from .loss import HiddenStates
-from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cpu_flags
+from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cpu_flags, payback_steps, _sync
 from .tasks import TASKS
 
 # %% auto #0
 __all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch',
            'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops', 'bench_train',
            'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops', 'peak_tflops',
-           'compile_plan', 'payback_steps', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode',
-           'bench_decode_batches']
+           'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
@@ -125,9 +124,6 @@ def random_batch(cfg: TransformerConfig, batch_size: int, # sentences B
     return {k: v.to(device) for k, v in b.items()}
 
 # %% ../nbs/14_benchmarks.ipynb #9e807ca2
-def _sync(device):
-    if torch.device(device).type == "cuda": torch.cuda.synchronize()
-
 def autocast_ctx(device, # where the model runs
                  precision: str): # "fp32" or "bf16"
     "No autocast for fp32; bf16 autocast on the CPU or the GPU."
@@ -311,12 +307,6 @@ def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU 
         plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
                                                        f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
     return plan
-
-def payback_steps(first_call_s: float, # the compiled variant's first call: compiling plus one step
-                  step_s: float, eager_step_s: float) -> float | None: # seconds per step, compiled and eager
-    "Training steps after which compiling has paid for itself: its extra first-call time over the time it saves per step (None: it never does)."
-    saved = eager_step_s - step_s
-    return None if saved <= 0 else max(0.0, first_call_s - step_s) / saved
 
 def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", peak: float | None = None) -> dict:
     "Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (compiled, chunked loss, foreach/fused Adam)."

@@ -8,7 +8,7 @@ import argparse, json, math, os, re, shlex, signal, sys, threading, time, typing
 from dataclasses import asdict, fields
 from pathlib import Path
 import torch
-from .config import TransformerConfig, TrainConfig, field_help
+from .config import TransformerConfig, TrainConfig, field_help, COMPILE_MODES
 from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, atomic_write
 from .checkpoint import CheckpointError, list_checkpoints, check_writable
@@ -38,8 +38,8 @@ def number(kind: type = int, # int or float
         try: x = kind(text)
         except ValueError: raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
         if not math.isfinite(x): raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if positive and x <= 0: raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")  # before `low`: 0 is refused too
         if low is not None and x < low: raise argparse.ArgumentTypeError(f"expected at least {low}, got {text!r}")
-        if positive and x <= 0: raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
         return x
     return parse
 
@@ -93,7 +93,7 @@ def run_script(prog: str, # the console script's name, e.g. "at-train"
         if old is not None: signal.signal(signal.SIGTERM, old)
 
 # %% ../nbs/15_cli.ipynb #abfed8fa
-CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
+CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), compile=COMPILE_MODES, model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
 
 def _add_fields(parser: argparse.ArgumentParser, obj, seen: set, skip_seen: bool = False):
     "One option per dataclass field (`--max-steps`, alias `--max_steps`), typed from its annotation, help from its comment."

@@ -8,7 +8,7 @@ import functools, inspect, io, math, re, textwrap, tokenize, types, typing
 from dataclasses import dataclass, fields, is_dataclass
 
 # %% auto #0
-__all__ = ['check_types', 'TransformerConfig', 'TrainConfig', 'config_from_dict', 'field_help']
+__all__ = ['COMPILE_MODES', 'check_types', 'TransformerConfig', 'TrainConfig', 'config_from_dict', 'field_help']
 
 # %% ../nbs/00_config.ipynb #bf902ac9
 def _fits(v, tp) -> bool:
@@ -92,6 +92,8 @@ class TransformerConfig:
                              n_layers=2, dropout=0.0, label_smoothing=0.0, max_len=64), **kw})
 
 # %% ../nbs/00_config.ipynb #c1d40cea
+COMPILE_MODES = ("auto", "on", "off")  # TrainConfig.compile
+
 @dataclass
 class TrainConfig:
     "How to train (§5.2-5.4: optimizer, schedule, batches) and how a run is kept (budgets, intervals, checkpoints)."
@@ -107,7 +109,7 @@ class TrainConfig:
     max_tokens: int = 4096  # token budget of one micro-batch per process, each side, padding included
     batch_tokens: int = 0  # target tokens per optimizer step over all processes; >0 derives accum_steps from it
     clip_norm: float = 0.0  # clip the global gradient norm to this value; 0: no clipping (the paper does not clip)
-    compile: bool = False  # torch.compile the model
+    compile: str = "auto"  # torch.compile the model: "auto" (where a trial on this machine measures that it pays back within the run), "on" or "off"
     eval_every: int = 500  # optimizer steps between validation runs (0: only at the end)
     log_every: int = 10  # optimizer steps between metric lines
     save_every: int = 1000  # optimizer steps between checkpoints (0: only at the end)
@@ -118,7 +120,9 @@ class TrainConfig:
     progress: bool = True  # show a tqdm progress bar (rank 0)
 
     def __post_init__(self):
+        if isinstance(self.compile, bool): self.compile = "on" if self.compile else "off"  # True/False, as older runs stored it
         check_types(self)
+        if self.compile not in COMPILE_MODES: raise ValueError(f"compile={self.compile!r}: expected one of {', '.join(map(repr, COMPILE_MODES))}")
         if self.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):

@@ -17,7 +17,7 @@ from .config import TrainConfig
 from .model import Transformer
 from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
-from .precision import resolve_precision, autocast_for, precision_trial, precision_key
+from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward
 from .data import warn
 from .checkpoint import make_checkpoint, CheckpointError, check_writable, save_checkpoint, newest_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
@@ -168,7 +168,10 @@ class Trainer:
         if self.world_size > 1:
             self.ddp = DDP(net, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward = self.ddp if self.world_size > 1 else net
-        if cfg.compile: self.forward = torch.compile(self.forward)
+        compiled, why = self._compile(cfg, model, train_loader, loss)
+        self.cfg = cfg = replace(cfg, compile="on" if compiled else "off")  # checkpoints record what ran, not "auto"
+        if self.is_main: print(f"compile {cfg.compile} ({why})", flush=True)
+        if compiled: self.forward = compile_forward(self.forward)
 
     @property
     def raw_model(self) -> Transformer: return self.model
@@ -199,13 +202,34 @@ def _precision(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader
     return chosen
 
 
+# %% ../nbs/09_train.ipynb #c0a1e008
+@patch
+def _compile(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader, loss: str) -> tuple[bool, str]:
+    "Resolve `cfg.compile` for the steps the run has left (auto's trial runs on rank 0, on the first batches, and every rank takes its answer)."
+    decided = None
+    if self.is_main:
+        steps_left = max(0, cfg.max_steps - self.step)
+        if cfg.compile == "auto" and loss == "readable" and self.objective is None:
+            decided = False, "auto: the readable loss runs as it is written, eager"
+        else:
+            def trial(compiled: bool) -> dict:
+                with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed when it starts: the run's generator stays as is
+                    it = iter(train_loader); batches = [b for _, b in zip(range(3), it)]
+                return compile_trial(model, batches, self.device, cfg.precision, compiled=compiled,
+                                     loss_fn=getattr(self.objective, "trial_loss", None))
+            decided = resolve_compile(cfg.compile, steps_left, trial, compile_key(model, cfg, self.device, cfg.precision, loss), self.accum)
+    if self.world_size > 1:
+        box = [decided]; dist.broadcast_object_list(box, src=0); decided = box[0]
+    return decided
+
+
 # %% ../nbs/09_train.ipynb #e55288f8
 @patch
 def train_step(self: Trainer, batches: list) -> dict:
     "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
     self.model.train()
-    n = _count_tokens(batches, self.model.cfg.pad_idx) if self.objective is None else sum(self.objective.count(b) for b in batches)
-    seen = n if self.objective is None else sum(self.objective.tokens(b) for b in batches)  # what tokens/s counts: a parser's words
+    if self.objective is None: n = seen = _count_tokens(batches, self.model.cfg.pad_idx)  # the loss's units and tokens/s's: target tokens
+    else: n, seen = (sum(f(b) for b in batches) for f in (self.objective.count, self.objective.tokens))  # a parser's: sentences, words
     n_total, seen_total = _all_reduce(torch.tensor([n, seen], dtype=torch.float64, device=self.device)).tolist()
     if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
     loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)

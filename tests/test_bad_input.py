@@ -726,7 +726,8 @@ def test_interrupted_train_saves_and_exits_nonzero(tmp_path, empty_cache, sig, c
     run = tmp_path / "run"
     cmd = console_command("at-train") + ["copy", "--run-dir", str(run), "--max-steps", "100000", "--save-every", "5",
                                          "--log-every", "1", "--eval-every", "0", "--copy-n", "500", "--n-valid", "10",
-                                         "--no-progress", "--device", "cpu", "--precision", "fp32"]
+                                         "--no-progress", "--device", "cpu", "--precision", "fp32",
+                                         "--compile", "off"]  # a run stopped by a signal, not long: no compile trial
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env=subprocess_env(empty_cache))
     try:

@@ -126,7 +126,8 @@ def test_cli_writes_json(tmp_path):
     (["--seqlens", "a,b"], "expected comma-separated integers"), (["--reps", "0"], "expected at least 1, got '0'"),
     (["--reps", "-3"], "expected at least 1, got '-3'"), (["--reps", "NaN"], "expected an integer, got 'NaN'"),
     (["--warmup", "-1"], "expected at least 0"), (["--peak-tflops", "nan"], "expected a finite number"),
-    (["--peak-tflops", "0"], "expected a positive number"), (["--decode-batches", "0,64"], "positive integers"),
+    (["--peak-tflops", "0"], "expected a positive number"), (["--peak-tflops", "-1"], "expected a positive number, got '-1'"),
+    (["--decode-batches", "0,64"], "positive integers"),
     (["--device", "tpu9"], "expected cpu, cuda or cuda:N"), (["--checkpoint", "no/such/run"], "no such file or directory"),
     (["--benchmarks", "train,ct2"], "give its checkpoint (--checkpoint)"), (["--compile-threads", "0,2"], "positive integers"),
     (["--compile-threads", "2,2"], "distinct")])

@@ -231,7 +231,7 @@ SIGNAL_SCRIPT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {tests!r})
     from test_train import make_trainer
-    tr = make_trainer({run!r}, max_steps=100000, log_every=1)
+    tr = make_trainer({run!r}, max_steps=100000, log_every=1, compile="off")  # stopped by a signal, not long: no compile trial
     out = tr.fit()
     print("RESULT", out.get("stopped_by"), out["step"], flush=True)
 """)
@@ -343,11 +343,12 @@ def test_max_tokens_for_memory_on_cuda():
 
 @pytest.mark.slow
 def test_cli_compile_flag_trains(tmp_path, capsys):
-    "`at-train copy --compile` (the Trainer's TrainConfig.compile, generated from the field) trains end to end on the CPU."
+    "`at-train copy --compile on` (the Trainer's TrainConfig.compile, generated from the field) trains end to end on the CPU."
     from annotated_transformer.cli import train_main, parse_args
-    assert parse_args(["copy", "--compile"])[2].compile is True
+    assert parse_args(["copy", "--compile", "on"])[2].compile == "on" and parse_args(["copy"])[2].compile == "auto"
     args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "2", "--copy_n", "200", "--n_valid", "20",
-            "--eval_every", "0", "--compile"]
+            "--eval_every", "0", "--compile", "on"]
     assert train_main(args) == 0
+    assert "compile on (as asked)" in capsys.readouterr().out
     ck = load_checkpoint(tmp_path)
-    assert ck["step"] == 2 and ck["train_config"]["compile"] is True
+    assert ck["step"] == 2 and ck["train_config"]["compile"] == "on"
