@@ -139,7 +139,7 @@ def test_trainer_checkpoint_round_trip(tmp_path):
     cfg = RNNConfig.tiny(src_vocab_size=11, tgt_vocab_size=11, attention="local-p", cell="gru", window=3)
     pairs = copy_task_pairs(200, vocab_size=11, max_len=8, seed=0)
     tcfg = TrainConfig(max_steps=3, warmup_steps=2, max_tokens=300, eval_every=0, save_every=0, log_every=1,
-                         run_dir=str(tmp_path / "run"), progress=False, clip_norm=1.0)
+                         run_dir=str(tmp_path / "run"), progress=False, clip_norm=1.0, device="cpu")  # compared with CPU tensors below
     trainer = Trainer(make_rnn(cfg), tcfg, make_loader(pairs, 300, seed=0), make_loader(pairs[:50], 300, shuffle=False))
     trainer.fit()
     ck = tmp_path / "run" / "ckpt_0000003.pt"
