@@ -191,7 +191,9 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     model = make_model(cfg)
     tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
                          seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10), log_every=max(1, s.steps // 20),
-                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir), progress=False)
+                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir), progress=False,
+                         compile="off")  # eager, as every grid so far: a compile trial per row shape would cost minutes per row, and
+                                         # compiled kernels differ between machines, while a grid spans several (fp32 for the same reason)
     train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
     valid = make_loader(data.valid_ids, s.max_tokens, shuffle=False)
     trainer = Trainer(model, tcfg, train, valid, tokenizer=data.tokenizer)
