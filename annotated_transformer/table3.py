@@ -6,12 +6,13 @@
 from __future__ import annotations
 import csv, io
 from pathlib import Path
-from .variations import ROWS, PAPER_TABLE3, read_table
+from .variations import ROWS, PAPER_TABLE3, read_table, _slug
+from .runs import read_metrics
 from .data import atomic_write
 
 # %% auto #0
-__all__ = ['METRICS', 'FLAT', 'HIGHER_IS_BETTER', 'SUMMARY_FIELDS', 'compare', 'plot_table3', 'trend_checks', 'spread',
-           'metric_verdict', 'row_verdict', 'summarize_seeds', 'write_summary']
+__all__ = ['METRICS', 'FLAT', 'HIGHER_IS_BETTER', 'SUMMARY_FIELDS', 'FLAT_TAIL', 'compare', 'plot_table3', 'trend_checks',
+           'spread', 'metric_verdict', 'row_verdict', 'summarize_seeds', 'write_summary', 'val_curve', 'tail_gain']
 
 # %% ../nbs/12a_table3.ipynb #328cab10
 def compare(rows: list[dict]) -> list[dict]:
@@ -161,4 +162,25 @@ def write_summary(grid: str | Path) -> Path | None:
     buf = io.StringIO()
     w = csv.DictWriter(buf, SUMMARY_FIELDS, lineterminator="\n"); w.writeheader(); w.writerows(summarize_seeds(runs))
     return atomic_write(grid / "summary.csv", buf.getvalue())
+
+
+# %% ../nbs/12a_table3.ipynb #c0a1e00b
+FLAT_TAIL = 0.01  # a run has flattened when the last tenth of its steps took less than 1% off its dev perplexity
+
+def val_curve(grid: str | Path, # a grid's output directory (its metrics/ holds one file per run)
+              row: str, seed: int) -> tuple[list[int], list[float]]: # steps, dev perplexity at each
+    "A run's dev perplexity against steps, from the grid's metrics (an evaluation logged twice at the end counts once)."
+    f = Path(grid) / "metrics" / f"{_slug(row)}-seed{seed}.jsonl"
+    if not f.is_file(): raise FileNotFoundError(f"{f}: no metrics for row {row!r}, seed {seed} in this grid")
+    by_step = {m["step"]: m["val_ppl"] for m in read_metrics(f) if "val_ppl" in m}
+    steps = sorted(by_step)
+    return steps, [by_step[s] for s in steps]
+
+def tail_gain(steps: list[int], ppl: list[float], # a run's dev perplexity curve (`val_curve`)
+              frac: float = 0.1, # the share of the steps at the end
+             ) -> float: # 1 - ppl(end) / ppl(end - frac * end): 0.034 means the tail took 3.4% off
+    "How much of its dev perplexity a run lost over the last `frac` of its steps."
+    start = steps[-1] - round(frac * steps[-1])
+    if start not in steps: raise ValueError(f"no evaluation at step {start} of {steps[-1]}: a grid evaluates every tenth of its steps")
+    return 1 - ppl[-1] / ppl[steps.index(start)]
 
