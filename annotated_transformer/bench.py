@@ -24,10 +24,11 @@ from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cp
 from .tasks import TASKS
 
 # %% auto #0
-__all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch',
-           'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops', 'bench_train',
-           'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops', 'peak_tflops',
-           'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'bench_decode', 'bench_decode_batches']
+__all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'OP_GROUPS', 'bench_config', 'TorchReference', 'copy_to_reference',
+           'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops',
+           'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops',
+           'peak_tflops', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'op_group', 'profile_step',
+           'bench_profile', 'bench_decode', 'bench_decode_batches']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
@@ -349,6 +350,52 @@ def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
     s = {k: _median(v) for k, v in t.items()}
     return dict(n_tensors=len(list(model.parameters())), step_s=s, foreach_ratio=s["readable"] / s["foreach"],
                 fused_ratio=s["readable"] / s["fused"])
+
+# %% ../nbs/14_benchmarks.ipynb #c0a1e010
+OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
+    ("autograd bookkeeping", ("autograd::",)),  # the engine's own time per backward node (the node's kernels are counted below)
+    ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "mkldnn_")),
+    ("attention kernel", ("scaled_dot_product", "flash_attention", "efficient_attention")),
+    ("softmax and loss", ("softmax", "nll_loss", "kl_div", "logsumexp", "cross_entropy")),
+    ("layer norm", ("layer_norm",)),
+    ("dropout", ("dropout", "bernoulli")),
+    ("optimizer", ("Optimizer.", "_foreach", "adam", "aten::lerp", "aten::addcdiv", "aten::addcmul", "aten::sqrt")),
+    ("embedding", ("embedding",)),
+    ("copies and fills", ("aten::copy_", "aten::clone", "aten::cat", "aten::contiguous", "aten::_to_copy", "aten::fill_",
+                          "aten::zero_", "aten::stack", "aten::index", "aten::masked_fill")),
+)
+
+def op_group(name: str) -> str:
+    "The group of `OP_GROUPS` a profiled operator (or autograd node) belongs to, by its name; 'other' if none."
+    return next((g for g, keys in OP_GROUPS if any(k in name for k in keys)), "other")
+
+def profile_step(step, # a closure of no arguments, e.g. from `make_train_step`
+                 steps: int = 3, warmup: int = 1, device="cpu", top: int = 12) -> dict:
+    "Self time per step of each operator group and of the `top` costliest operators, over `steps` profiled calls of `step`."
+    from torch.profiler import profile, ProfilerActivity
+    dev = torch.device(device)
+    for _ in range(warmup): step()
+    _sync(dev)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        for _ in range(steps): step()
+        _sync(dev)
+    attr = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"  # microseconds
+    ops = [(e.key, getattr(e, attr) / 1e3 / steps, e.count / steps) for e in prof.key_averages()]  # (name, ms, calls) per step
+    ops = [o for o in ops if o[1] > 0]
+    groups = {g: 0.0 for g, _ in OP_GROUPS + (("other", ()),)}
+    for name, ms, _ in ops: groups[op_group(name)] += ms
+    total = sum(groups.values())
+    top_ops = [dict(op=n, group=op_group(n), ms=ms, calls=c) for n, ms, c in sorted(ops, key=lambda o: -o[1])[:top]]
+    return dict(total_ms=total, groups_ms=groups, calls=sum(c for _, _, c in ops), top=top_ops)
+
+def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu") -> dict:
+    "`profile_step` of the readable training step of ours and of `nn.Transformer` (as `bench_train`), with ours minus theirs per group."
+    ours, ref = _pair(cfg, device)
+    res = {k: profile_step(make_train_step(m, batch, precision, device), steps, warmup, device) for k, m in (("ours", ours), ("torch", ref))}
+    diff = {g: res["ours"]["groups_ms"][g] - res["torch"]["groups_ms"][g] for g in res["ours"]["groups_ms"]}
+    return dict(res, precision=precision, steps=steps, ours_minus_torch_ms=diff, ratio=res["torch"]["total_ms"] / res["ours"]["total_ms"])
+
 
 # %% ../nbs/14_benchmarks.ipynb #400faa5b
 def bench_decode(cfg, src_len=30, n_sentences=8, beam_size=4, reps=3, device="cpu") -> dict:

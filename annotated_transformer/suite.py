@@ -14,7 +14,7 @@ from .batching import TokenBatchSampler, collate, padding_fraction
 from .data import default_data_dir
 from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
     PEAK_BF16_TFLOPS, peak_tflops, compile_plan, _at_threads, bench_train, bench_infer, bench_precision, bench_compile,
-    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, _sync, _pair, _median, VARIANTS)
+    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, bench_profile, _sync, _pair, _median, VARIANTS)
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
@@ -166,8 +166,9 @@ def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda"
 
 # %% ../nbs/14a_bench_suite.ipynb #e28d90a2
 BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
-              "mfu", "compile", "ct2")
-DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b not in ("compile", "ct2"))  # `--compile` and `--checkpoint` add these
+              "mfu", "compile", "ct2", "profile")
+DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b not in ("compile", "ct2", "profile"))  # `--compile` and `--checkpoint` add the
+# first two; the profile (where a training step's time goes, `bench_profile`) runs when --benchmarks names it
 DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32), ("cpu", "big"): (8, 32),
                   ("cpu", "copy"): (64, 12), ("cpu", "ptb-sample"): (24, 64), ("cpu", "ptb-small"): (48, 64),  # about each task's
                   ("cuda", "copy"): (64, 12), ("cuda", "ptb-sample"): (24, 64), ("cuda", "ptb-small"): (48, 64),  # token budget
@@ -240,6 +241,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
         for prec in precisions:
             run("train", lambda: {**r.get("train", {}), prec: bench_train(cfg, batch, prec, reps, warmup, device)})
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
+            run("profile", lambda: {**r.get("profile", {}), prec: bench_profile(cfg, batch, prec, reps, warmup, device)})
         run("precision", lambda: bench_precision(cfg, batch, reps, warmup, device))
         if plan: run("compile", lambda: {k: _at_threads(c["threads"], lambda: bench_compile(cfg, batch, c["precision"], reps, warmup,
                                                                                           device, c["tflops"])) for k, c in plan.items()})
@@ -306,6 +308,10 @@ def ratio_rows(res: dict) -> list[dict]:
         for kind in ("train", "infer"):
             for prec, x in r.get(kind, {}).items():
                 row(f"{kind} {prec} tokens/s", x["ours"]["tok_per_s"], x["torch"]["tok_per_s"], "nn.Transformer", x["ratio"])
+        for prec, x in r.get("profile", {}).items():  # where the time goes: self time per operator group, ms per step
+            for g in x["ours"]["groups_ms"]:
+                row(f"profile {prec}: {g}, ms/step, lower is better", x["ours"]["groups_ms"][g], x["torch"]["groups_ms"][g], "nn.Transformer",
+                    x["ours"]["groups_ms"][g] / x["torch"]["groups_ms"][g] if x["torch"]["groups_ms"][g] else None)
         t = r.get("train", {})
         if "fp32" in t and "bf16" in t:
             row("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"], t["fp32"]["ours"]["tok_per_s"],

@@ -194,6 +194,22 @@ def test_console_script_exits_0_and_prints_on_stdout(tmp_path):
 def test_default_benchmarks_leave_compile_to_the_flag():
     assert "compile" in BENCHMARKS and "compile" not in DEFAULT_BENCHMARKS
     assert "ct2" in BENCHMARKS and "ct2" not in DEFAULT_BENCHMARKS  # it needs a trained model: `--checkpoint` adds it
+    assert "profile" in BENCHMARKS and "profile" not in DEFAULT_BENCHMARKS  # run when --benchmarks names it
+
+
+def test_profile_groups_add_up_and_reach_the_report():
+    "The profile of both models' training step: every operator's self time lands in exactly one group, and the report shows each group."
+    from annotated_transformer.suite import run_benchmarks
+    from annotated_transformer.bench import OP_GROUPS
+    res = run_benchmarks(presets=("tiny",), benchmarks=("profile",), reps=1, warmup=1, precisions=("fp32",), log=lambda *a: None)
+    pr = res["results"]["tiny"]["profile"]["fp32"]
+    for k in ("ours", "torch"):
+        assert sum(pr[k]["groups_ms"].values()) == pytest.approx(pr[k]["total_ms"])
+        assert pr[k]["groups_ms"]["matmul"] > 0 and pr[k]["groups_ms"]["optimizer"] > 0 and pr[k]["groups_ms"]["layer norm"] > 0
+        assert all(o["ms"] > 0 for o in pr[k]["top"])
+    assert pr["ours_minus_torch_ms"]["matmul"] == pytest.approx(pr["ours"]["groups_ms"]["matmul"] - pr["torch"]["groups_ms"]["matmul"])
+    rows = [r for r in ratio_rows(res) if r["what"].startswith("profile fp32")]
+    assert len(rows) == len(OP_GROUPS) + 1  # each group and "other"
 
 
 @pytest.mark.parametrize("which", ["ours", "torch"])
