@@ -27,7 +27,7 @@ from .tasks import TASKS
 __all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'OP_GROUPS', 'bench_config', 'TorchReference', 'copy_to_reference',
            'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops',
            'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops',
-           'peak_tflops', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'op_group', 'profile_step',
+           'peak_tflops', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'op_group', 'op_summary',
            'bench_profile', 'bench_decode', 'bench_decode_batches']
 
 # %% ../nbs/14_benchmarks.ipynb #437bc61c
@@ -369,30 +369,49 @@ def op_group(name: str) -> str:
     "The group of `OP_GROUPS` a profiled operator (or autograd node) belongs to, by its name; 'other' if none."
     return next((g for g, keys in OP_GROUPS if any(k in name for k in keys)), "other")
 
-def profile_step(step, # a closure of no arguments, e.g. from `make_train_step`
-                 steps: int = 3, warmup: int = 1, device="cpu", top: int = 12) -> dict:
-    "Self time per step of each operator group and of the `top` costliest operators, over `steps` profiled calls of `step`."
+@contextmanager
+def _no_fd2():
+    "Send what C++ code writes to file descriptor 2 (stderr) to /dev/null: the profiler announces every start and stop there."
+    import os, sys
+    sys.stderr.flush(); saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try: yield
+    finally: os.dup2(saved, 2); os.close(saved); os.close(null)
+
+def _profiled(step, device) -> dict:
+    "{operator: [self ms, calls]} of one call of `step` under `torch.profiler` (device time on a GPU, CPU time on a CPU)."
     from torch.profiler import profile, ProfilerActivity
     dev = torch.device(device)
-    for _ in range(warmup): step()
-    _sync(dev)
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
-    with profile(activities=acts) as prof:
-        for _ in range(steps): step()
-        _sync(dev)
+    prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else []))
+    with _no_fd2(): prof.__enter__()  # only the start and the stop are silenced: the step's own warnings still show
+    try: step(); _sync(dev)
+    finally:
+        with _no_fd2(): prof.__exit__(None, None, None)
     attr = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"  # microseconds
-    ops = [(e.key, getattr(e, attr) / 1e3 / steps, e.count / steps) for e in prof.key_averages()]  # (name, ms, calls) per step
-    ops = [o for o in ops if o[1] > 0]
+    return {e.key: [getattr(e, attr) / 1e3, e.count] for e in prof.key_averages() if getattr(e, attr) > 0}
+
+def op_summary(ops: dict, # {operator: [self ms, calls]} summed over `steps` profiled steps
+               steps: int, top: int = 12) -> dict:
+    "Per step: the self time of each group of `OP_GROUPS` (and 'other'), the total, the operator calls, and the `top` costliest operators."
     groups = {g: 0.0 for g, _ in OP_GROUPS + (("other", ()),)}
-    for name, ms, _ in ops: groups[op_group(name)] += ms
-    total = sum(groups.values())
-    top_ops = [dict(op=n, group=op_group(n), ms=ms, calls=c) for n, ms, c in sorted(ops, key=lambda o: -o[1])[:top]]
-    return dict(total_ms=total, groups_ms=groups, calls=sum(c for _, _, c in ops), top=top_ops)
+    for name, (ms, _) in ops.items(): groups[op_group(name)] += ms / steps
+    ranked = sorted(ops.items(), key=lambda kv: -kv[1][0])[:top]
+    return dict(total_ms=sum(groups.values()), groups_ms=groups, calls=sum(c for _, c in ops.values()) / steps,
+                top=[dict(op=n, group=op_group(n), ms=ms / steps, calls=c / steps) for n, (ms, c) in ranked])
 
 def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu") -> dict:
-    "`profile_step` of the readable training step of ours and of `nn.Transformer` (as `bench_train`), with ours minus theirs per group."
+    """The readable training step of ours and of `nn.Transformer` (as `bench_train`) under the profiler, one step of each in turn
+    (a change in the machine's load falls on both alike), summarized by `op_summary`, with ours minus theirs per group."""
     ours, ref = _pair(cfg, device)
-    res = {k: profile_step(make_train_step(m, batch, precision, device), steps, warmup, device) for k, m in (("ours", ours), ("torch", ref))}
+    fns = {"ours": make_train_step(ours, batch, precision, device), "torch": make_train_step(ref, batch, precision, device)}
+    for f in fns.values():
+        for _ in range(warmup): f()
+    acc = {k: {} for k in fns}
+    for _ in range(steps):
+        for k, f in fns.items():
+            for name, (ms, n) in _profiled(f, device).items():
+                a = acc[k].setdefault(name, [0.0, 0]); a[0] += ms; a[1] += n
+    res = {k: op_summary(a, steps) for k, a in acc.items()}
     diff = {g: res["ours"]["groups_ms"][g] - res["torch"]["groups_ms"][g] for g in res["ours"]["groups_ms"]}
     return dict(res, precision=precision, steps=steps, ours_minus_torch_ms=diff, ratio=res["torch"]["total_ms"] / res["ours"]["total_ms"])
 
