@@ -99,6 +99,7 @@ class TrainConfig:
     "How to train (§5.2-5.4: optimizer, schedule, batches) and how a run is kept (budgets, intervals, checkpoints)."
     lr_factor: float = 1.0  # multiplies the schedule of equation (3)
     warmup_steps: int = 4000  # warmup of equation (3)
+    cooldown_steps: int = 0  # the last this many steps, the rate falls linearly towards 0 (not in the paper; 0: equation (3) to the end)
     betas: tuple[float, float] = (0.9, 0.98)  # Adam beta1, beta2 (§5.3)
     eps: float = 1e-9  # Adam epsilon (§5.3)
     max_steps: int = 100_000  # optimizer steps (base: 100k, big: 300k)
@@ -129,8 +130,10 @@ class TrainConfig:
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu' or 'cuda'")
         for name in ("max_steps", "accum_steps", "max_tokens", "keep_last", "log_every", "warmup_steps"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
-        for name in ("eval_every", "save_every", "batch_tokens"):
+        for name in ("eval_every", "save_every", "batch_tokens", "cooldown_steps"):
             if getattr(self, name) < 0: raise ValueError(f"{name}={getattr(self, name)}: expected 0 or a positive integer")
+        if self.cooldown_steps > self.max_steps:
+            raise ValueError(f"cooldown_steps={self.cooldown_steps}: expected at most max_steps={self.max_steps}")
         for name in ("lr_factor", "eps", "clip_norm"):
             v = getattr(self, name)
             if not math.isfinite(v) or v < 0 or (v == 0 and name != "clip_norm"):
