@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from annotated_transformer.config import TrainConfig, TransformerConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy, chunked_label_smoothed_cross_entropy, smooth_targets
-from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, ADAM_IMPLS
+from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, ADAM_IMPLS, cooldown
 
 
 def equation_3(step, d_model, warmup):  # the paper's formula, typed in independently of noam_lr
@@ -83,6 +83,38 @@ def test_scheduler_resume_continues_identically():
     for _ in range(12):
         resumed.append(opt2.param_groups[0]["lr"]); opt2.step(); sched2.step()
     assert resumed == full[8:]
+
+
+def test_cooldown_from_train_config_falls_linearly_to_the_last_step():
+    "Equation (3) until the last cooldown_steps, then times (max_steps - k + 1) / cooldown_steps; resumes identically."
+    cfg = TrainConfig(warmup_steps=5, max_steps=30, cooldown_steps=12, lr_factor=0.7)
+    def rates(opt, sched, n):
+        out = []
+        for _ in range(n): out.append(opt.param_groups[0]["lr"]); opt.step(); sched.step()
+        return out
+    opt, sched = make_optimizer_and_scheduler(nn.Linear(3, 2), 64, cfg)
+    used = rates(opt, sched, 30)
+    for k, lr in enumerate(used, start=1):
+        expected = 0.7 * equation_3(k, 64, 5) * (1 if k <= 18 else (31 - k) / 12)
+        assert math.isclose(lr, expected, rel_tol=1e-12), (k, lr, expected)
+    assert used[-1] < used[-2] < used[17] * 2 / 12 + 1e-12 and used[-1] > 0
+    opt2, sched2 = make_optimizer_and_scheduler(nn.Linear(3, 2), 64, cfg)  # resumed inside the cooldown
+    rates(opt2, sched2, 22)
+    opt3, sched3 = make_optimizer_and_scheduler(nn.Linear(3, 2), 64, cfg)
+    opt3.load_state_dict(opt2.state_dict()); sched3.load_state_dict(sched2.state_dict())
+    assert rates(opt3, sched3, 8) == used[22:]
+    # no cooldown: exactly equation (3), as before the option existed
+    plain = rates(*make_optimizer_and_scheduler(nn.Linear(3, 2), 64, TrainConfig(warmup_steps=5, max_steps=30, lr_factor=0.7)), 30)
+    assert plain[:18] == used[:18] and all(math.isclose(a, 0.7 * equation_3(k, 64, 5), rel_tol=1e-12) for k, a in enumerate(plain, 1))
+
+
+@pytest.mark.parametrize("kw,name", [(dict(cooldown_steps=-1), "cooldown_steps=-1"),
+                                     (dict(max_steps=100, cooldown_steps=101), "cooldown_steps=101: expected at most max_steps=100")])
+def test_cooldown_bad_settings(kw, name):
+    with pytest.raises(ValueError, match=name):
+        TrainConfig(**kw)
+    with pytest.raises(ValueError, match=name.split(":")[0]):
+        cooldown(1, kw.get("max_steps", 10), kw["cooldown_steps"])
 
 
 @pytest.mark.parametrize("call,name", [
