@@ -11,6 +11,7 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
 from .trees import Tree, TreeError
 from .model import Encoder
+from .layers import Dropout
 from .embeddings import Embeddings, PositionalEncoding
 from functools import partial
 from torch.utils.data import DataLoader
@@ -172,7 +173,7 @@ class ChartParser(nn.Module):
         self.pos = PositionalEncoding(D // 2 if cfg.partitioned else D, cfg.max_len, cfg.dropout)  # added to the content, or its own half
         self.encoder = Encoder(cfg.n_layers, D, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True)
         if cfg.partitioned: partition(self.encoder, D, cfg.d_ff, cfg.n_heads)
-        self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), nn.Dropout(cfg.dropout),
+        self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
                                    nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
 
     def embed(self, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character (or piece) ids -> (B, S, D)
@@ -194,10 +195,10 @@ class ChartParser(nn.Module):
         B, S, _ = x.shape
         return self.pos.dropout(torch.cat([x, self.pos.positions(S, 0).expand(B, S, -1)], -1))
 
-    def forward(self, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
-                chars: Tensor, # (B, N+2, C) character ids of each token
-                lengths: Tensor, # (B,) words per sentence
-               ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
+    def span_scores(self, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
+                    chars: Tensor, # (B, N+2, C) character ids of each token
+                    lengths: Tensor, # (B,) words per sentence
+                   ) -> Tensor: # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
         pad = torch.arange(words.size(1), device=words.device)[None, :] >= (lengths[:, None] + 2)  # (B, N+2)
         h = self.encoder(self.embed(words, chars), src_key_padding_mask=pad)  # (B, N+2, D)
         fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each: even and odd features (each half has content and position)
@@ -207,7 +208,15 @@ class ChartParser(nn.Module):
         first = self.label[0]  # linear: W (v_j - v_i) + b = W v_j - W v_i + b, so W is applied to N+1 fenceposts, not to P spans
         with torch.autocast(h.device.type, enabled=False):  # fp32: a difference of rounded products would lose the small ones
             g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
-        s = self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
+        return self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
+
+    def forward(self, words: Tensor, chars: Tensor, lengths: Tensor, # as `span_scores`
+                chart: bool = True, # False: `span_scores` as they are (what `span_loss` takes; through DDP and compile alike)
+               ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
+        s = self.span_scores(words, chars, lengths)  # (B, P, L-1)
+        if not chart: return s
+        N = words.size(1) - 2
+        i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)
         out = s.new_zeros(s.size(0), N + 1, N + 1, self.cfg.n_labels)
         out[:, i, j, 1:] = s
         return out
@@ -226,12 +235,14 @@ def margin_loss(scores: Tensor, gold: Tensor, gold_spans: list, lengths: Tensor)
     pred_score = tree_score(scores, pred)
     return F.relu(pred_score + (aug - pred_score.detach()) - tree_score(scores, gold_spans)).sum()
 
-def span_loss(scores: Tensor, gold: Tensor, lengths: Tensor) -> Tensor:
-    "Cross-entropy of every span's label (the empty label for non-constituents), summed over the spans of each sentence."
-    N = scores.size(1) - 1
-    i, j = torch.triu_indices(N + 1, N + 1, 1, device=scores.device)
+def span_loss(spans: Tensor, # (B, P, L-1) scores of the non-empty labels, spans in `torch.triu_indices` order (`ChartParser.span_scores`)
+              gold: Tensor, # (B, N+1, N+1) gold label of span (i, j); 0 (empty) for non-constituents
+              lengths: Tensor) -> Tensor: # (B,) words per sentence
+    "Cross-entropy of every span's label (the empty label, scored 0, for non-constituents), summed over the spans of each sentence."
+    N = gold.size(1) - 1
+    i, j = torch.triu_indices(N + 1, N + 1, 1, device=spans.device)
     ok = j[None, :] <= lengths[:, None]  # (B, P) spans inside the sentence
-    return F.cross_entropy(scores[:, i, j][ok], gold[:, i, j][ok], reduction="sum")
+    return F.cross_entropy(F.pad(spans[ok], (1, 0)), gold[:, i, j][ok], reduction="sum")  # the empty label's score 0 in front
 
 # %% ../nbs/13c_chart_parser.ipynb #1df4971b
 class ChartVocab:
@@ -344,9 +355,10 @@ class ChartObjective:
     def count(self, batch: ChartBatch) -> int: return len(batch)  # the loss is normalized per sentence
     def tokens(self, batch: ChartBatch) -> int: return int(batch.lengths.sum())  # words: what the trainer's tokens/s counts
     def loss(self, model, batch: ChartBatch) -> Tensor:
+        if self.kind == "span":  # the spans' scores as the classifier gives them: no chart to fill
+            return span_loss(model(batch.words, batch.chars, batch.lengths, chart=False).float(), batch.gold, batch.lengths)
         s = model(batch.words, batch.chars, batch.lengths).float()  # (B, N+1, N+1, L)
-        return (margin_loss(s, batch.gold, batch.gold_spans, batch.lengths) if self.kind == "margin"
-                else span_loss(s, batch.gold, batch.lengths))
+        return margin_loss(s, batch.gold, batch.gold_spans, batch.lengths)
     trial_loss = loss  # what the precision trial times
 
     def eval_sums(self, model, batch: ChartBatch) -> Tensor:

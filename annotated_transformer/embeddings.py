@@ -8,6 +8,7 @@ import math
 import torch
 import torch.nn as nn
 from torch import Tensor
+from .layers import Dropout
 
 # %% auto #0
 __all__ = ['Embeddings', 'tie_weights', 'sinusoidal_table', 'PositionalEncoding', 'offset_matrix', 'LearnedPositionalEmbedding']
@@ -59,7 +60,7 @@ class PositionalEncoding(nn.Module):
                  dropout: float = 0.1): # dropout on the sum
         super().__init__()
         self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)  # (max_len, D)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     @property
     def max_len(self) -> int: return self.pe.size(0)
@@ -92,7 +93,7 @@ class LearnedPositionalEmbedding(PositionalEncoding):
         nn.Module.__init__(self)
         self.table = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.table.weight, std=d_model ** -0.5)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     @property
     def max_len(self) -> int: return self.table.num_embeddings

@@ -81,3 +81,22 @@ def test_subword_words_train_and_parse(tmp_path, shared_data, cli):
     assert p.returncode == 0 and parse_tree(p.stdout.strip()).words() == "Unbelievably , it worked .".split()
     bad = cli(train_main, "ptb-chart-sample", "--word-features", "letters", "--run-dir", tmp_path / "x")
     assert bad.returncode == 2 and "--word-features" in bad.stderr
+
+
+def test_span_loss_from_flat_scores_equals_the_chart():
+    "Training's span loss reads the classifier's scores without filling the chart: the same loss and gradients as from the chart's cells."
+    from annotated_transformer.chart import ChartParser, ChartConfig, span_loss
+    torch.manual_seed(0)
+    model = ChartParser(ChartConfig(n_words=30, n_chars=20, n_labels=6, n_layers=1, d_model=16, n_heads=2, d_ff=32, d_label=8)).eval()
+    B, N = 3, 7
+    lengths = torch.tensor([7, 4, 1])
+    words = torch.randint(4, 30, (B, N + 2)); chars = torch.randint(4, 20, (B, N + 2, 3))
+    gold = torch.randint(0, 6, (B, N + 1, N + 1))
+    flat = span_loss(model(words, chars, lengths, chart=False), gold, lengths)
+    g_flat = torch.autograd.grad(flat, list(model.parameters()))
+    chart = model(words, chars, lengths)  # (B, N+1, N+1, L)
+    by_cell = sum(torch.nn.functional.cross_entropy(chart[b, i, j][None], gold[b, i, j][None], reduction="sum")
+                  for b in range(B) for i in range(N) for j in range(i + 1, int(lengths[b]) + 1))
+    g_cell = torch.autograd.grad(by_cell, list(model.parameters()))
+    torch.testing.assert_close(flat, by_cell)
+    for a, b in zip(g_flat, g_cell): torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

@@ -159,3 +159,49 @@ def test_no_nan_with_fully_padded_row():
     src = torch.tensor([[3, 4, 2], [0, 0, 0]])  # second source is all padding
     out = model(src, torch.tensor([[1, 3], [1, 4]]), padding_mask(src, 0))
     assert torch.isfinite(out).all()
+
+
+def test_dropout_fast_path_is_dropout():
+    "The CPU fast path of `Dropout` (02_layers): the kept share and unbiased mean of F.dropout, gradients only through what it keeps, one mask per seed."
+    from annotated_transformer.layers import Dropout
+    for p in (0.1, 0.3, 0.5):
+        torch.manual_seed(0)
+        x = torch.randn(400, 500, requires_grad=True)
+        y = Dropout(p)(x)
+        keep = y != 0
+        k = round(p * 65536)
+        assert abs(keep.float().mean().item() - (1 - k / 65536)) < 4e-3  # 6 standard deviations of 200,000 draws at p=0.1; a threshold 1% off fails
+        torch.testing.assert_close(y[keep], x[keep] * (65536 / (65536 - k)))
+        y.backward(torch.ones_like(y))
+        torch.testing.assert_close(x.grad, keep.float() * (65536 / (65536 - k)))
+    ones = torch.ones(1000, 1000)
+    assert abs(Dropout(0.2)(ones).mean().item() - 1.0) < 3e-3  # unbiased: F.dropout's expectation
+    torch.manual_seed(3); a = Dropout(0.2)(ones)
+    torch.manual_seed(3); b = Dropout(0.2)(ones)
+    assert torch.equal(a, b)
+    # the 16-bit draws are uniform: every bit of every 16-bit lane is set half the time (a draw that left the top bit 0 would fail)
+    torch.manual_seed(0)
+    bits = torch.empty(250_000, dtype=torch.int64).random_(-2**63, 2**63 - 1).view(torch.int16).view(-1, 4).int() & 0xFFFF
+    shares = torch.stack([((bits >> s) & 1).float().mean(0) for s in range(16)])
+    assert (shares - 0.5).abs().max() < 0.01
+    assert torch.equal(Dropout(0.2).eval()(ones), ones) and torch.equal(Dropout(0.0)(ones), ones)
+    with pytest.raises(ValueError, match=r"p=1.0: expected a probability in \[0, 1\)"): Dropout(1.0)
+
+
+def test_dropout_compiles_to_f_dropout():
+    "Under torch.compile, `Dropout` is F.dropout (fused by inductor): the compiled model runs and keeps about 1-p of its input."
+    from annotated_transformer.layers import Dropout
+    f = torch.compile(Dropout(0.1), backend="eager")
+    torch.manual_seed(0)
+    y = f(torch.ones(300, 300))
+    assert abs((y != 0).float().mean().item() - 0.9) < 0.01
+    assert torch.equal(y[y != 0].unique(), torch.tensor([1 / 0.9]))  # F.dropout's scale; the fast path's is 65536 / 58982
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_dropout_on_cuda_is_f_dropout():
+    from annotated_transformer.layers import Dropout
+    x = torch.ones(100, 100, device="cuda")
+    torch.manual_seed(0); a = Dropout(0.2)(x)
+    torch.manual_seed(0); b = torch.nn.functional.dropout(x, 0.2, True)
+    assert torch.equal(a, b)
