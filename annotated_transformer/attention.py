@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['attention', 'dot_product_stats', 'causal_mask', 'padding_mask', 'merge_masks', 'to_sdpa_mask', 'MultiHeadAttention',
-           'copy_to_torch_mha']
+__all__ = ['attention', 'dot_product_stats', 'causal_mask', 'padding_mask', 'merge_masks', 'to_sdpa_mask', 'Dropout',
+           'MultiHeadAttention', 'copy_to_torch_mha']
 
 # %% ../nbs/01_attention.ipynb #e3bf73cf
 def attention(q: Tensor, # queries (..., T, Dh)
@@ -88,6 +88,26 @@ def to_sdpa_mask(mask: Tensor | None) -> Tensor | None:
     "Convert our mask (True = blocked) to the polarity of `F.scaled_dot_product_attention` (True = attend)."
     return None if mask is None else ~mask
 
+# %% ../nbs/01_attention.ipynb #c0a1e01e
+class Dropout(nn.Module):
+    "Dropout (§5.4): zero each element with probability `p`, scale the rest by 1/(1-p); on a CPU, 16 random bits per element decide."
+    def __init__(self, p: float = 0.1): # P_drop, in [0, 1)
+        super().__init__()
+        if not 0 <= p < 1: raise ValueError(f"p={p}: expected a probability in [0, 1)")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0: return x
+        if x.device.type != "cpu" or torch.compiler.is_compiling(): return F.dropout(x, self.p, True)  # fused there
+        k = min(round(self.p * 65536), 65535)  # drop where 16 uniform bits, read as 0..65535, fall below k
+        n = x.numel()
+        bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2**63, 2**63 - 1)  # every 64 bits uniform: 4 elements each
+        keep = bits.view(torch.int16)[:n].view(x.shape) >= k - 32768  # int16 holds 0..65535 shifted down by 32768
+        return torch.where(keep, x * (65536 / (65536 - k)), 0.0)  # 1/(1 - k/65536): unbiased for the rounded P_drop
+
+    def extra_repr(self) -> str: return f"p={self.p}"
+
+
 # %% ../nbs/01_attention.ipynb #93fc6eef
 class MultiHeadAttention(nn.Module):
     "Multi-head attention (§3.2.2), batched over heads; masks use `True` = blocked."
@@ -104,7 +124,7 @@ class MultiHeadAttention(nn.Module):
         inner = self.n_heads * self.d_k  # H * Dh (= D in the paper)
         self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d_model, inner, bias=bias) for _ in range(3))
         self.out_proj = nn.Linear(inner, d_model, bias=bias)  # W^O
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def split_heads(self, x: Tensor) -> Tensor:
         "(B, L, H*Dh) -> (B, H, L, Dh)"

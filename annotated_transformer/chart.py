@@ -11,7 +11,7 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
 from .trees import Tree, TreeError
 from .model import Encoder
-from .layers import Dropout
+from .attention import Dropout
 from .embeddings import Embeddings, PositionalEncoding
 from functools import partial
 from torch.utils.data import DataLoader

@@ -8,7 +8,7 @@ import math
 import torch
 import torch.nn as nn
 from torch import Tensor
-from .layers import Dropout
+from .attention import Dropout
 
 # %% auto #0
 __all__ = ['Embeddings', 'tie_weights', 'sinusoidal_table', 'PositionalEncoding', 'offset_matrix', 'LearnedPositionalEmbedding']

@@ -6,12 +6,11 @@
 from __future__ import annotations
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch import Tensor
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, Dropout
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'Dropout', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer']
+__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer']
 
 # %% ../nbs/02_layers.ipynb #fde12625
 class PositionwiseFeedForward(nn.Module):
@@ -24,26 +23,6 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:  # (B, T, D) -> (B, T, D)
         return self.linear2(torch.relu(self.linear1(x)))  # (B, T, F) -> (B, T, D)
-
-# %% ../nbs/02_layers.ipynb #c0a1e01e
-class Dropout(nn.Module):
-    "Dropout (§5.4): zero each element with probability `p`, scale the rest by 1/(1-p); on a CPU, 16 random bits per element decide."
-    def __init__(self, p: float = 0.1): # P_drop, in [0, 1)
-        super().__init__()
-        if not 0 <= p < 1: raise ValueError(f"p={p}: expected a probability in [0, 1)")
-        self.p = p
-
-    def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p == 0: return x
-        if x.device.type != "cpu" or torch.compiler.is_compiling(): return F.dropout(x, self.p, True)  # fused there
-        k = min(round(self.p * 65536), 65535)  # drop where 16 uniform bits, read as 0..65535, fall below k
-        n = x.numel()
-        bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2**63, 2**63 - 1)  # every 64 bits uniform: 4 elements each
-        keep = bits.view(torch.int16)[:n].view(x.shape) >= k - 32768  # int16 holds 0..65535 shifted down by 32768
-        return torch.where(keep, x * (65536 / (65536 - k)), 0.0)  # 1/(1 - k/65536): unbiased for the rounded P_drop
-
-    def extra_repr(self) -> str: return f"p={self.p}"
-
 
 # %% ../nbs/02_layers.ipynb #c2149386
 class EncoderLayer(nn.Module):
