@@ -210,8 +210,8 @@ class ChartParser(nn.Module):
             g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
         return self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
 
-    def forward(self, words: Tensor, chars: Tensor, lengths: Tensor, # as `span_scores`
-                chart: bool = True, # False: `span_scores` as they are (what `span_loss` takes; through DDP and compile alike)
+    def forward(self, words: Tensor, chars: Tensor, lengths: Tensor, # as in span_scores
+                chart: bool = True, # False: the span scores as they are (what `span_loss` takes; through DDP and compile alike)
                ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
         s = self.span_scores(words, chars, lengths)  # (B, P, L-1)
         if not chart: return s
@@ -235,7 +235,7 @@ def margin_loss(scores: Tensor, gold: Tensor, gold_spans: list, lengths: Tensor)
     pred_score = tree_score(scores, pred)
     return F.relu(pred_score + (aug - pred_score.detach()) - tree_score(scores, gold_spans)).sum()
 
-def span_loss(spans: Tensor, # (B, P, L-1) scores of the non-empty labels, spans in `torch.triu_indices` order (`ChartParser.span_scores`)
+def span_loss(spans: Tensor, # (B, P, L-1) scores of the non-empty labels, spans in `torch.triu_indices` order (a `ChartParser` called with `chart=False`)
               gold: Tensor, # (B, N+1, N+1) gold label of span (i, j); 0 (empty) for non-constituents
               lengths: Tensor) -> Tensor: # (B,) words per sentence
     "Cross-entropy of every span's label (the empty label, scored 0, for non-constituents), summed over the spans of each sentence."

@@ -8,6 +8,7 @@
     python tools/chart_study.py speed RUN        # speed.json: sentences per second, both parsers, same sentences, same CPU
     python tools/chart_study.py test23 RUN       # test23.pred.txt and test23.json: the blind parse of section 23's words
     python tools/chart_study.py experiments      # experiments.csv: dev F1 during the short WSJ runs of EXPERIMENTS
+    python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
 
 Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
 no gold trees here: nothing is tuned or chosen on it.
@@ -159,8 +160,52 @@ def test23(run: str):
     atomic_write(OUT / "test23.json", json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
 
+def step_speed(steps: int = 24, warm: int = 4):
+    """Seconds per training step of the ptb-chart preset on WSJ batches: the package as it trains (`Dropout`'s CPU fast path, the
+    span loss read from `span_scores`) against the readable versions (`nn.Dropout`, the loss read from the filled chart), each with
+    its own Adam, steps interleaved on the same batches (the order alternating), the first `warm` of each untimed."""
+    import copy, itertools
+    import torch.nn as nn, torch.nn.functional as F
+    from dataclasses import replace
+    from annotated_transformer.tasks import task_preset, build_chart_data
+    from annotated_transformer.chart import ChartParser, ChartObjective, span_loss
+    from annotated_transformer.attention import Dropout
+    from annotated_transformer.precision import cpu_flags, NATIVE_BF16_FLAGS
+    torch.manual_seed(0)
+    mcfg, tcfg, spec = task_preset("ptb-chart")
+    data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
+    fast = ChartParser(data.model_config).train()
+    readable = copy.deepcopy(fast)
+    for m in list(readable.modules()):
+        for name, child in list(m.named_children()):
+            if isinstance(child, Dropout): setattr(m, name, nn.Dropout(child.p))
+    objective = ChartObjective(data.tokenizer, data.model_config.loss)
+    def chart_loss(model, b):  # the chart filled, then its spans read back: what training did before `span_scores`
+        s = model(b.words, b.chars, b.lengths).float()
+        i, j = torch.triu_indices(s.size(1), s.size(1), 1)
+        return span_loss(s[:, i, j, 1:], b.gold, b.lengths)
+    runs = dict(fast=(fast, objective.loss), readable=(readable, chart_loss))
+    opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4) for k, (m, _) in runs.items()}
+    batches = list(itertools.islice(iter(data.train), steps + warm))
+    seconds = {k: 0.0 for k in runs}
+    for n, b in enumerate(batches):
+        for k in (("fast", "readable") if n % 2 else ("readable", "fast")):
+            model, loss = runs[k]
+            t0 = time.perf_counter()
+            opts[k].zero_grad(); (loss(model, b) / len(b)).backward(); opts[k].step()
+            if n >= warm: seconds[k] += time.perf_counter() - t0
+    per = {k: v / steps for k, v in seconds.items()}
+    out = dict(command="python tools/chart_study.py step-speed", steps=steps, warm_steps=warm, words=sum(int(b.lengths.sum()) for b in batches[warm:]),
+               seconds_per_step=per, ratio_readable_over_fast=per["readable"] / per["fast"], threads=torch.get_num_threads(),
+               precision="fp32", hardware=hardware(), load_average=os.getloadavg(),
+               native_bf16_flags=sorted(cpu_flags() & set(NATIVE_BF16_FLAGS)),
+               note="each step: forward, loss, backward and Adam on one batch of the preset's 1500-word budget; the model at initialization")
+    atomic_write(OUT / "step_speed.json", json.dumps(out, indent=1) + "\n")
+    print(f"s/step readable {per['readable']:.3f}, fast {per['fast']:.3f}: {out['ratio_readable_over_fast']:.2f}x")
+
 COMMANDS = {"dev": (dev, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
-            "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0)}  # name -> (function, RUN arguments)
+            "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
+            "step-speed": (step_speed, 0)}  # name -> (function, RUN arguments)
 
 def main(argv: list[str]) -> None:
     "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
