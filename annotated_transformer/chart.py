@@ -254,6 +254,7 @@ class ChartVocab:
         if self._sp: self.chars = [f"piece {k}" for k in range(self._sp.vocab_size)]
         self.word_id, self.char_id = {w: k for k, w in enumerate(self.words)}, {c: k for k, c in enumerate(self.chars)}
         self.label_id = {l: k for k, l in enumerate(self.labels)}
+        self._units = {}  # word -> its ids (`units`)
 
     @classmethod
     def from_trees(cls, trees: list[Tree], # the training trees
@@ -269,9 +270,10 @@ class ChartVocab:
         return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c), [EMPTY] + sorted(l), pieces)
 
     def units(self, word: str) -> list[int]:
-        "The ids that spell a word: its characters, or its BPE pieces."
-        if self._sp: return self._sp.encode(word)
-        return [self.char_id.get(c, UNK) for c in word]
+        "The ids that spell a word: its characters, or its BPE pieces (remembered per word: every batch spells its words again)."
+        u = self._units.get(word)
+        if u is None: u = self._units[word] = self._sp.encode(word) if self._sp else [self.char_id.get(c, UNK) for c in word]
+        return u
 
     def state_dict(self) -> dict: return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces)
     @classmethod
@@ -300,18 +302,16 @@ def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree]
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
     units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
     C = max(len(u) for us in units for u in us)
-    words = torch.full((len(n), N + 2), PAD, dtype=torch.long); chars = torch.full((len(n), N + 2, C), PAD, dtype=torch.long)
     bos, eos = (SubwordTokenizer.bos_id, SubwordTokenizer.eos_id) if vocab.pieces else (BOS, EOS)
-    for b, s in enumerate(sentences):
-        words[b, : len(s) + 2] = torch.tensor([BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS])
-        chars[b, 0, 0], chars[b, len(s) + 1, 0] = bos, eos
-        for k, u in enumerate(units[b]): chars[b, k + 1, : len(u)] = torch.tensor(u)
+    pad = [PAD] * C  # rows built as lists, each tensor made once
+    words = torch.tensor([[BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS] + [PAD] * (N - len(s)) for s in sentences])
+    chars = torch.tensor([[[bos] + pad[1:]] + [u + pad[len(u):] for u in us] + [[eos] + pad[1:]] + [pad] * (N - len(us))
+                          for us in units])  # (B, N+2, C)
     if trees is None: return ChartBatch(words, chars, torch.tensor(n))
-    gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long); spans = []
-    for b, t in enumerate(trees):
-        ss = [(i, j, vocab.label_id[l]) for i, j, l in tree_spans(t)[2] if l in vocab.label_id]
-        for i, j, l in ss: gold[b, i, j] = l
-        spans.append(ss)
+    spans = [[(i, j, vocab.label_id[l]) for i, j, l in tree_spans(t)[2] if l in vocab.label_id] for t in trees]
+    gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long)  # (B, N+1, N+1); a span has one label (unary chains are one)
+    idx = [(b, i, j, l) for b, ss in enumerate(spans) for i, j, l in ss]
+    if idx: bb, ii, jj, ll = torch.tensor(idx).T; gold[bb, ii, jj] = ll
     return ChartBatch(words, chars, torch.tensor(n), gold, spans, list(trees))
 
 def chart_loader(vocab: ChartVocab, trees: list[Tree], # the training (or dev) trees

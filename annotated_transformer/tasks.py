@@ -5,6 +5,7 @@
 # %% ../nbs/10a_tasks.ipynb #dcfb504a
 from __future__ import annotations
 import copy as _copy
+import gc
 from dataclasses import dataclass, field, fields, replace
 import torch.distributed as dist
 from .config import TransformerConfig, TrainConfig
@@ -191,4 +192,5 @@ def build_chart_data(spec: DataSpec, mcfg: ChartConfig, tcfg: TrainConfig, rank:
     counts = dict(train_trees=len(train), train_too_long=len(train) - len(kept), dev_trees=len(dev), words=len(vocab.words),
                   chars=len(vocab.chars), labels=len(vocab.labels))
     loader = lambda trees, shuffle: chart_loader(vocab, trees, tcfg.max_tokens, shuffle, tcfg.seed, rank, world_size)
+    gc.freeze()  # the trees live as long as the run: millions of nodes that each full garbage collection would walk (seconds, every ~100 batches)
     return TaskData(loader(kept, True), loader(dev, False), vocab, vocab.sized(mcfg), counts)

@@ -100,3 +100,43 @@ def test_span_loss_from_flat_scores_equals_the_chart():
     g_cell = torch.autograd.grad(by_cell, list(model.parameters()))
     torch.testing.assert_close(flat, by_cell)
     for a, b in zip(g_flat, g_cell): torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _chart_batch_one_cell_at_a_time(vocab, sentences, trees, max_chars=20):
+    "chart_batch as it was first written: every row and cell filled one at a time (the reference for the faster one)."
+    from annotated_transformer.chart import PAD, UNK, BOS, EOS, tree_spans
+    from annotated_transformer.data import SubwordTokenizer
+    n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
+    units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
+    C = max(len(u) for us in units for u in us)
+    words = torch.full((len(n), N + 2), PAD, dtype=torch.long); chars = torch.full((len(n), N + 2, C), PAD, dtype=torch.long)
+    bos, eos = (SubwordTokenizer.bos_id, SubwordTokenizer.eos_id) if vocab.pieces else (BOS, EOS)
+    for b, s in enumerate(sentences):
+        words[b, : len(s) + 2] = torch.tensor([BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS])
+        chars[b, 0, 0], chars[b, len(s) + 1, 0] = bos, eos
+        for k, u in enumerate(units[b]): chars[b, k + 1, : len(u)] = torch.tensor(u)
+    gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long); spans = []
+    for b, t in enumerate(trees):
+        ss = [(i, j, vocab.label_id[l]) for i, j, l in tree_spans(t)[2] if l in vocab.label_id]
+        for i, j, l in ss: gold[b, i, j] = l
+        spans.append(ss)
+    return words, chars, gold, spans
+
+
+@pytest.mark.parametrize("subwords", [0, 400])
+def test_chart_batch_equals_the_cell_by_cell_reference(subwords):
+    "The batch built from whole rows equals the one filled cell by cell: words, characters or pieces, gold chart and spans."
+    from annotated_transformer.chart import ChartVocab, chart_batch
+    trees = [parse_tree(s) for s in [
+        "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))",
+        "(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
+        "(TOP (S (NP (PRP He)) (VP (VBD ate) (NP (DT an) (NN apple)) (PP (IN in) (NP (DT the) (NN park)))) (. .)))",
+        "(TOP (S (VP (VB Go) (ADVP (RB home)))))",
+        "(TOP (S (NP (NNS Extraordinarily-long-hyphenated-words)) (VP (VBP bark)) (. .)))"]] * 3
+    vocab = ChartVocab.from_trees(trees, subwords=subwords)
+    batch = chart_batch(vocab, [t.words() for t in trees], trees)
+    words, chars, gold, spans = _chart_batch_one_cell_at_a_time(vocab, [t.words() for t in trees], trees)
+    assert torch.equal(batch.words, words) and torch.equal(batch.chars, chars) and torch.equal(batch.gold, gold) and batch.gold_spans == spans
+    if not subwords: assert batch.chars.size(2) == 20  # the long word's characters are cut at max_chars
+    bare = chart_batch(vocab, [["unseen", "words"], ["x"]])
+    assert bare.gold is None and bare.words.tolist()[1][:3] == [2, 1, 3]
