@@ -171,6 +171,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
 
 # %% ../nbs/15_cli.ipynb #0b6fda62
 def _train(argv: list[str]) -> int:
+    torch.set_flush_denormal(True)  # on the CPU, numbers below 1.2e-38 count as 0: before any thread pool starts (see above)
     task, mcfg, tcfg, spec = parse_args(argv)
     return run_task(task, mcfg, tcfg, spec, shlex.join(["at-train", *argv]))
 

@@ -90,3 +90,21 @@ def test_config_checks_are_one_line_errors(opt, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "expected a positive integer" in err[-1] and not any("Traceback" in l for l in err)
+
+
+def test_at_train_flushes_denormals_first(monkeypatch):
+    "at-train turns on flush-to-zero before it reads its options (so before any worker thread starts); here the call is recorded."
+    import annotated_transformer.cli as cli
+    calls = []
+    monkeypatch.setattr(cli.torch, "set_flush_denormal", lambda on: calls.append(on) or True)
+    with pytest.raises(SystemExit): cli.train_main(["no-such-task"])
+    assert calls == [True]
+
+
+def test_flush_to_zero_makes_denormals_zero():
+    "What the setting does, in a process of its own: a denormal float32 times 1 is 0 with it, and stays itself without it."
+    import subprocess, sys
+    code = ("import torch; x = torch.tensor([1e-39]); a = (x * 1.0).item(); torch.set_flush_denormal(True); "
+            "b = (x * 1.0).item(); print(a > 0, b == 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True"]
