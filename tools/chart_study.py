@@ -164,8 +164,8 @@ def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
     """Seconds per training step of the ptb-chart preset on WSJ batches: the package as it trains (`Dropout`'s CPU fast path, the
     span loss read from `span_scores`) against the readable versions (`nn.Dropout`, the loss read from the filled chart), each with
     its own Adam. Each variant takes `steps` steps over the same batches in a block of its own (after `warm` untimed steps), the
-    blocks alternating for `rounds` rounds; a variant's time is its fastest block. (Steps taken in turn, one of each, let the two
-    models' allocations interfere: that slowed the readable one most and overstated the ratio.)"""
+    blocks alternating for `rounds` rounds; a variant's time is its fastest block. (Steps taken in turn, one of each, let each
+    model's allocations disturb the other's timing; that first version gave 1.24x where the blocks give 1.30x.)"""
     import copy, itertools
     import torch.nn as nn
     from dataclasses import replace
