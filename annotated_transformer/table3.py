@@ -6,7 +6,7 @@
 from __future__ import annotations
 import csv, io
 from pathlib import Path
-from .variations import ROWS, PAPER_TABLE3, read_table, _slug
+from .variations import ROWS, PAPER_TABLE3, read_table, metrics_file
 from .runs import read_metrics
 from .data import atomic_write
 
@@ -170,7 +170,7 @@ FLAT_TAIL = 0.01  # a run has flattened when the last tenth of its steps took le
 def val_curve(grid: str | Path, # a grid's output directory (its metrics/ holds one file per run)
               row: str, seed: int) -> tuple[list[int], list[float]]: # steps, dev perplexity at each
     "A run's dev perplexity against steps, from the grid's metrics (an evaluation logged twice at the end counts once)."
-    f = Path(grid) / "metrics" / f"{_slug(row)}-seed{seed}.jsonl"
+    f = metrics_file(grid, row, seed)
     if not f.is_file(): raise FileNotFoundError(f"{f}: no metrics for row {row!r}, seed {seed} in this grid")
     by_step = {m["step"]: m["val_ppl"] for m in read_metrics(f) if "val_ppl" in m}
     steps = sorted(by_step)

@@ -23,7 +23,7 @@ from .evaluation import score_corpus
 # %% auto #0
 __all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'RUN_KEYS', 'ROW_FILE', 'PaperRow',
            'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'train_row', 'read_table', 'run_grid']
+           'GridSettings', 'train_row', 'read_table', 'run_grid', 'metrics_file']
 
 # %% ../nbs/12_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -290,7 +290,7 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
                         threads_per_run=1 if workers > 1 else torch.get_num_threads())
         run_root = Path(run_root or out / "runs")
         def record(name, seed, run_dir, rec):
-            shutil.copyfile(run_dir / "metrics.jsonl", out / "metrics" / f"{_slug(name)}-seed{seed}.jsonl")
+            shutil.copyfile(run_dir / "metrics.jsonl", metrics_file(out, name, seed))
             new = not csv_path.is_file()
             with open(csv_path, "a", newline="", encoding="utf-8") as f:
                 w = csv.DictWriter(f, CSV_FIELDS)
@@ -310,6 +310,13 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
+
+def metrics_file(grid: str | Path, # a grid's output directory
+                 row: str, # a row of Table 3, e.g. "C N=2"
+                 seed: int | None, # its seed (None: the grids of one seed, written before seeds were counted)
+                ) -> Path:
+    "Where a grid keeps one run's `metrics.jsonl`: GRID/metrics/ROW-seedN.jsonl, the row's name with `_` for each sign."
+    return Path(grid) / "metrics" / (f"{_slug(row)}.jsonl" if seed is None else f"{_slug(row)}-seed{seed}.jsonl")
 
 
 # %% ../nbs/12_variations.ipynb #ac988387
