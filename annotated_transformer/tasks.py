@@ -104,7 +104,7 @@ TASKS = {t.name: t for t in [
     DataSpec("ptb-sample", "dev", 2000)),
     Task("ptb-chart", "the follow-up parser (13c_chart_parser): the encoder with CKY, 4 x 256, BPE pieces, span loss, on WSJ; dev F1 kept best", "chart",
          ChartConfig(n_layers=4, d_model=256, n_heads=8, d_ff=1024, dropout=0.2, d_label=250, word_features="subwords", loss="span"),
-         TrainConfig(max_steps=16000, warmup_steps=800, lr_factor=0.5, max_tokens=1500, clip_norm=5.0, eval_every=500,
+         TrainConfig(max_steps=16000, warmup_steps=800, lr_factor=0.5, max_tokens=1500, clip_norm=5.0, eval_every=500, cooldown_steps=4000,
                      save_every=250, keep_last=2, keep_best="val_f1", log_every=25, run_dir="runs/ptb-chart"),
          DataSpec("ptb", "dev")),
     Task("ptb-chart-sample", "the chart parser on NLTK's free WSJ sample, 2 x 128: minutes on a CPU", "chart",
