@@ -248,6 +248,8 @@ def main(argv: list[str]) -> None:
         sys.exit(f"chart_study.py {argv[0]}: expected {'RUN, a run directory or checkpoint' if n else 'no arguments'}; got {len(args)}")
     if n and not (Path(args[0]).is_dir() or (argv[0] != "average" and Path(args[0]).is_file())):
         sys.exit(f"chart_study.py {argv[0]}: {args[0]}: not a run directory{'' if argv[0] == 'average' else ' or checkpoint file'}")
+    if argv[0] == "average" and not (Path(args[0]) / "best.pt").is_file():
+        sys.exit(f"chart_study.py average: {args[0]}: no best.pt (expected a run directory of at-train ptb-chart)")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     OUT.mkdir(parents=True, exist_ok=True)
     fn(*args)
