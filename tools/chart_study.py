@@ -3,6 +3,7 @@
     python tools/chart_study.py dev RUN          # dev22.json: EVALB on section 22 of RUN/best.pt; trees to runs/ptb-chart-eval/;
                                                  # RUN's metrics.jsonl and run.json copied beside it (the learning curve)
     python tools/chart_study.py average RUN      # averaging.json: dev F1 of best.pt and of averages of the last 2, 4, 8 checkpoints
+    python tools/chart_study.py fit RUN          # fit.json: F1 and loss on 1700 training trees against section 22 (how far it overfits)
     python tools/chart_study.py example RUN      # chart_example.json: one section-22 sentence's span scores and its CKY tree
     python tools/chart_study.py seq2seq-trees    # the sequence-to-sequence parser's best dev trees, re-made for breakdown
     python tools/chart_study.py breakdown        # breakdown.json: F1 per label and per length, both parsers, section 22
@@ -128,6 +129,28 @@ def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
                  native_bf16_flags=sorted(cpu_flags() & set(NATIVE_BF16_FLAGS))), indent=1) + "\n")
     print(f"chosen: {chosen['checkpoint']} (dev F1 {chosen['f1']:.2f})")
 
+def fit(run: str, n: int = 1700, seed: int = 0):
+    """How well the checkpoint fits what it trained on, against dev: EVALB F1 (CKY) and the span loss per sentence (eval mode, no
+    dropout) on `n` training trees drawn with `seed` and on all of section 22 (1700). One entry per checkpoint in fit.json."""
+    import random
+    from annotated_transformer.chart import ChartObjective, chart_loader
+    ck = _best(run)
+    model, vocab = load_parser(ck)
+    objective = ChartObjective(vocab, model.cfg.loss)
+    train = random.Random(seed).sample(ptb_trees("train", DATA), n)
+    entry = dict(checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=find_checkpoint(ck)[1]["step"], dropout=model.cfg.dropout)
+    for name, golds in (("train", train), ("dev", ptb_trees("dev", DATA))):
+        with torch.no_grad():
+            loss = sum(float(objective.loss(model, b)) for b in chart_loader(vocab, golds, 1500, shuffle=False))
+        f1 = parse_gold(model, vocab, golds, beam_size=1, batch_size=64)["scores"]["all"]["f1"]
+        entry[name] = dict(sentences=len(golds), f1=f1, loss_per_sentence=loss / len(golds))
+        print(name, entry[name], flush=True)
+    old = json.loads((OUT / "fit.json").read_text())["rows"] if (OUT / "fit.json").is_file() else []
+    rows = [r for r in old if r["checkpoint"] != str(ck)] + [entry]
+    atomic_write(OUT / "fit.json", json.dumps(dict(what=f"EVALB F1 (CKY, gold tags on the preterminals) and the span loss summed per "
+                 f"sentence, eval mode: {n} training trees (WSJ 02-21, random.Random({seed}).sample) against all of section 22",
+                 command="python tools/chart_study.py fit RUN", rows=rows, hardware=hardware()), indent=1) + "\n")
+
 def seq2seq_trees():
     "Re-make the sequence-to-sequence parser's best dev trees (13b's setting) and check their F1 against 13b's record."
     res = evaluate_decoding(SEQ2SEQ, ptb_trees("dev", DATA), SEQ2SEQ_TREES / "remade.json", [SEQ2SEQ_BEST],
@@ -235,7 +258,7 @@ def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
     atomic_write(OUT / "step_speed.json", json.dumps(out, indent=1) + "\n")
     print(f"s/step readable {per['readable']:.3f}, fast {per['fast']:.3f}: {out['ratio_readable_over_fast']:.2f}x")
 
-COMMANDS = {"dev": (dev, 1), "average": (average, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
+COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
             "step-speed": (step_speed, 0)}  # name -> (function, RUN arguments)
 
