@@ -275,6 +275,8 @@ def main(argv: list[str]) -> None:
         sys.exit(f"chart_study.py average: {args[0]}: no best.pt (expected a run directory of at-train ptb-chart)")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     OUT.mkdir(parents=True, exist_ok=True)
-    fn(*args)
+    from annotated_transformer.checkpoint import CheckpointError
+    try: fn(*args)
+    except CheckpointError as e: sys.exit(f"chart_study.py {argv[0]}: {e}")  # a damaged or foreign checkpoint: one line
 
 if __name__ == "__main__": main(sys.argv[1:])
