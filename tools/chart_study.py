@@ -11,6 +11,7 @@
     python tools/chart_study.py test23 RUN       # test23.pred.txt and test23.json: the blind parse of section 23's words
     python tools/chart_study.py experiments      # experiments.csv: dev F1 during the short WSJ runs of EXPERIMENTS
     python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
+    python tools/chart_study.py decode RUN OTHER # decoding.json: dev F1 of decoding choices on RUN's span scores, and RUN with OTHER averaged
 
 RUN is a run directory (its best.pt is used) or, for dev, example, speed and test23, a checkpoint file such as the average that
 `average` chose. Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
@@ -19,6 +20,7 @@ no gold trees here: nothing is tuned or chosen on it.
 import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
+import torch.nn.functional as F
 from annotated_transformer.parser import evaluate_decoding, load_parser, parse, parse_gold, read_sentences, max_words
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
@@ -258,9 +260,46 @@ def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
     atomic_write(OUT / "step_speed.json", json.dumps(out, indent=1) + "\n")
     print(f"s/step readable {per['readable']:.3f}, fast {per['fast']:.3f}: {out['ratio_readable_over_fast']:.2f}x")
 
+def decode(run: str, other: str):
+    """Decoding choices on section 22, from the same span scores: the package's (CKY on the raw scores, the empty label at 0), a
+    constant added to every non-empty label (more brackets: recall for precision), CKY on label probabilities minus a threshold
+    (expected-bracket decoding), and the average of two checkpoints' log-probabilities (an ensemble of RUN and OTHER)."""
+    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
+    from annotated_transformer.evalb import evalb_sentence
+    (m1, vocab), (m2, vocab2) = load_parser(_best(run)), load_parser(_best(other))
+    if vocab2.state_dict() != vocab.state_dict(): sys.exit(f"chart_study.py decode: {run} and {other} have different vocabularies")
+    golds = ptb_trees("dev", DATA)
+    variants = {"raw scores (the package)": lambda s, s2: s}
+    for d in (-0.5, 0.25, 0.5, 1.0): variants[f"raw scores, {d:+} on every non-empty label"] = lambda s, s2, d=d: s + F.pad(torch.full_like(s[..., 1:], d), (1, 0))
+    for t in (0.3, 0.4, 0.5): variants[f"probabilities minus {t}"] = lambda s, s2, t=t: F.pad(s.softmax(-1)[..., 1:] - t, (1, 0))
+    def ens(s, s2):
+        lp = (s.log_softmax(-1) + s2.log_softmax(-1)) / 2
+        return lp - lp[..., :1]  # log-probability ratios to the empty label: raw scores again for one model
+    variants["two checkpoints: mean log-probabilities"] = ens
+    sums = {k: [0, 0, 0] for k in variants}
+    order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
+    t0 = time.perf_counter()
+    for a in range(0, len(order), 64):
+        ts = [golds[i] for i in order[a:a + 64]]
+        x = chart_batch(vocab, [t.words() for t in ts])
+        with torch.no_grad(): s, s2 = (m(x.words, x.chars, x.lengths).float() for m in (m1, m2))
+        for name, f in variants.items():
+            spans, _ = cky(f(s, s2), x.lengths)
+            for b, t in enumerate(ts):
+                r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
+                for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
+    rows = []
+    for name, (m, g, t) in sums.items():
+        p, r = m / t, m / g
+        rows.append(dict(decoding=name, f1=100 * 2 * p * r / (p + r), precision=100 * p, recall=100 * r))
+        print(rows[-1], flush=True)
+    atomic_write(OUT / "decoding.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
+                 command=f"python tools/chart_study.py decode {run} {other}", checkpoints=[str(_best(run)), str(_best(other))],
+                 rows=rows, seconds=round(time.perf_counter() - t0, 1), hardware=hardware()), indent=1) + "\n")
+
 COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
-            "step-speed": (step_speed, 0)}  # name -> (function, RUN arguments)
+            "step-speed": (step_speed, 0), "decode": (decode, 2)}  # name -> (function, RUN arguments)
 
 def main(argv: list[str]) -> None:
     "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
@@ -268,9 +307,11 @@ def main(argv: list[str]) -> None:
         sys.exit(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {argv[0] if argv else 'nothing'!r}")
     (fn, n), args = COMMANDS[argv[0]], argv[1:]
     if len(args) != n:
-        sys.exit(f"chart_study.py {argv[0]}: expected {'RUN, a run directory or checkpoint' if n else 'no arguments'}; got {len(args)}")
-    if n and not (Path(args[0]).is_dir() or (argv[0] != "average" and Path(args[0]).is_file())):
-        sys.exit(f"chart_study.py {argv[0]}: {args[0]}: not a run directory{'' if argv[0] == 'average' else ' or checkpoint file'}")
+        what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints"}[n]
+        sys.exit(f"chart_study.py {argv[0]}: expected {what}; got {len(args)}")
+    for a in args:
+        if not (Path(a).is_dir() or (argv[0] != "average" and Path(a).is_file())):
+            sys.exit(f"chart_study.py {argv[0]}: {a}: not a run directory{'' if argv[0] == 'average' else ' or checkpoint file'}")
     if argv[0] == "average" and not (Path(args[0]) / "best.pt").is_file():
         sys.exit(f"chart_study.py average: {args[0]}: no best.pt (expected a run directory of at-train ptb-chart)")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
