@@ -13,7 +13,7 @@
     python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
     python tools/chart_study.py decode RUN OTHER # decoding.json: dev F1 of decoding choices on RUN's span scores, and RUN with OTHER averaged
 
-RUN is a run directory (its best.pt is used) or, for dev, example, speed and test23, a checkpoint file such as the average that
+RUN (and OTHER) is a run directory (its best.pt is used) or, for every command but average, a checkpoint file such as the average that
 `average` chose. Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
 no gold trees here: nothing is tuned or chosen on it.
 """
