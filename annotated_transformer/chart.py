@@ -16,7 +16,7 @@ from .embeddings import Embeddings, PositionalEncoding
 from functools import partial
 from torch.utils.data import DataLoader
 from .batching import TokenBatchSampler
-from .evalb import evalb_sentence
+from .evalb import evalb_sentence, bracket_prf
 from .data import SubwordTokenizer
 
 # %% auto #0
@@ -370,8 +370,8 @@ class ChartObjective:
 
     def eval_metrics(self, sums: Tensor) -> dict:
         m, g, t, n = sums.tolist()
-        p, r = (m / t if t else 0.0), (m / g if g else 0.0)
-        return dict(val_f1=100 * (2 * p * r / (p + r) if p + r else 0.0), val_precision=100 * p, val_recall=100 * r, val_sentences=int(n))
+        s = bracket_prf(m, g, t)
+        return dict(val_f1=s["f1"], val_precision=s["precision"], val_recall=s["recall"], val_sentences=int(n))
 
 # %% ../nbs/13c_chart_parser.ipynb #82830c75
 def plot_span_chart(scores: Tensor, # (N+1, N+1, L) label scores of one sentence (its own length or more)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['EvalbParams', 'evalb_brackets', 'evalb_sentence', 'evalb', 'with_tags', 'evalb_breakdown']
+__all__ = ['EvalbParams', 'evalb_brackets', 'evalb_sentence', 'bracket_prf', 'evalb', 'with_tags', 'evalb_breakdown']
 
 # %% ../nbs/13a_evalb.ipynb #29b84101
 @dataclass
@@ -58,12 +58,17 @@ def evalb_sentence(gold: Tree, test: Tree, p: EvalbParams = EvalbParams()) -> di
     n_gold, n_test = sum(gb.values()), sum(tb.values())
     return dict(match=match, gold=n_gold, test=n_test, exact=n_gold == n_test == match, length=length)
 
+def bracket_prf(m: float, g: float, t: float) -> dict:
+    "Labelled recall, precision and F1 in percent from matched, gold and test bracket counts: the one place the formula lives."
+    P, R = (100 * m / t if t else 0.0), (100 * m / g if g else 0.0)
+    return dict(match=m, gold=g, test=t, recall=R, precision=P, f1=2 * P * R / (P + R) if P + R else 0.0)
+
 def _summary(rows: list[dict]) -> dict:
     ok = [r for r in rows if "error" not in r]
     m, g, t = (sum(r[k] for r in ok) for k in ("match", "gold", "test"))
-    P, R = (100 * m / t if t else 0.0), (100 * m / g if g else 0.0)
-    return dict(sentences=len(rows), errors=len(rows) - len(ok), recall=R, precision=P,
-                f1=2 * P * R / (P + R) if P + R else 0.0, exact=100 * sum(r["exact"] for r in ok) / len(ok) if ok else 0.0,
+    s = bracket_prf(m, g, t)
+    return dict(sentences=len(rows), errors=len(rows) - len(ok), recall=s["recall"], precision=s["precision"],
+                f1=s["f1"], exact=100 * sum(r["exact"] for r in ok) / len(ok) if ok else 0.0,
                 matched=m, gold_brackets=g, test_brackets=t)
 
 # %% ../nbs/13a_evalb.ipynb #da554a23
@@ -83,10 +88,6 @@ def with_tags(test: Tree, gold: Tree) -> Tree:
     return go(test)
 
 # %% ../nbs/13a_evalb.ipynb #cc0a631c
-def _prf(m: int, g: int, t: int) -> dict:
-    P, R = (100 * m / t if t else 0.0), (100 * m / g if g else 0.0)
-    return dict(match=m, gold=g, test=t, recall=R, precision=P, f1=2 * P * R / (P + R) if P + R else 0.0)
-
 def evalb_breakdown(golds: list[Tree], tests: list[Tree], p: EvalbParams = EvalbParams(),
                     edges: tuple = (10, 20, 30, 40), # upper ends of the length bins; longer sentences form the last bin
                    ) -> dict: # {"by_label": {label: counts and P/R/F1}, "by_length": [{"lengths", "sentences", counts and P/R/F1}]}
@@ -101,5 +102,5 @@ def evalb_breakdown(golds: list[Tree], tests: list[Tree], p: EvalbParams = Evalb
         b["n"] += 1; b["m"] += sum((gb & tb).values()); b["g"] += sum(gb.values()); b["t"] += sum(tb.values())
         for side, counts in (("g", gb), ("t", tb), ("m", gb & tb)):
             for (label, _, _), k in counts.items(): labels.setdefault(label, Counter())[side] += k
-    return dict(by_label={l: _prf(c["m"], c["g"], c["t"]) for l, c in sorted(labels.items(), key=lambda x: -x[1]["g"])},
-                by_length=[dict(lengths=b["lengths"], sentences=b["n"], **_prf(b["m"], b["g"], b["t"])) for b in bins])
+    return dict(by_label={l: bracket_prf(c["m"], c["g"], c["t"]) for l, c in sorted(labels.items(), key=lambda x: -x[1]["g"])},
+                by_length=[dict(lengths=b["lengths"], sentences=b["n"], **bracket_prf(b["m"], b["g"], b["t"])) for b in bins])

@@ -265,7 +265,7 @@ def decode(run: str, other: str):
     constant added to every non-empty label (more brackets: recall for precision), CKY on label probabilities minus a threshold
     (expected-bracket decoding), and the average of two checkpoints' log-probabilities (an ensemble of RUN and OTHER)."""
     from annotated_transformer.chart import chart_batch, cky, spans_to_tree
-    from annotated_transformer.evalb import evalb_sentence
+    from annotated_transformer.evalb import evalb_sentence, bracket_prf
     (m1, vocab), (m2, vocab2) = load_parser(_best(run)), load_parser(_best(other))
     if vocab2.state_dict() != vocab.state_dict(): sys.exit(f"chart_study.py decode: {run} and {other} have different vocabularies")
     golds = ptb_trees("dev", DATA)
@@ -290,8 +290,8 @@ def decode(run: str, other: str):
                 for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
     rows = []
     for name, (m, g, t) in sums.items():
-        p, r = m / t, m / g
-        rows.append(dict(decoding=name, f1=100 * 2 * p * r / (p + r), precision=100 * p, recall=100 * r))
+        s = bracket_prf(m, g, t)
+        rows.append(dict(decoding=name, f1=s["f1"], precision=s["precision"], recall=s["recall"]))
         print(rows[-1], flush=True)
     atomic_write(OUT / "decoding.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
                  command=f"python tools/chart_study.py decode {run} {other}", checkpoints=[str(_best(run)), str(_best(other))],
