@@ -13,7 +13,7 @@ from .data import atomic_write
 from .data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['RUN_FILE', 'LOCK_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware',
+__all__ = ['RUN_FILE', 'LOCK_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware', 'short_cpu',
            'source_commit', 'write_run_info', 'read_run_info', 'RunInUseError', 'lock_run', 'unlock_run',
            'active_seconds', 'training_summary', 'plot_metrics']
 
@@ -62,6 +62,11 @@ def hardware() -> dict:
     return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, torch=torch.__version__,
                 sacrebleu=sb, python=platform.python_version())
+
+def short_cpu(model: str) -> str:
+    "A CPU model name as tables and figure titles show it: 'Intel(R) Xeon(R) Processor' -> 'Intel Xeon'."
+    for mark in ("(R)", "(TM)", "(tm)", " Processor", " CPU"): model = model.replace(mark, "")
+    return " ".join(model.split())
 
 def source_commit() -> str | None:
     "The git commit of the package's source tree, with '+' when tracked files differ from it; None outside a git checkout."
