@@ -66,6 +66,14 @@ def cpu_without_native_bf16(monkeypatch):
             return precision.cpu_flags()
     yield real
 
+@pytest.fixture(autouse=True)
+def denormals_kept():
+    """`at-train` turns on flush-to-zero for its whole process (`cli.py`), so a test that runs it in this process (the `cli`
+    fixture) would leave it on for every later test. Each test starts and ends with it off, as a fresh interpreter has it."""
+    torch.set_flush_denormal(False)
+    yield
+    torch.set_flush_denormal(False)
+
 @pytest.fixture
 def shared_data():
     "Path of ../shared/data (or $AT_DATA_DIR); skips the test when it is absent."

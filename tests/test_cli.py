@@ -108,3 +108,13 @@ def test_flush_to_zero_makes_denormals_zero():
             "b = (x * 1.0).item(); print(a > 0, b == 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True"]
+
+
+def test_in_process_runs_leave_denormals_alone():
+    """The conftest fixture `denormals_kept`: each test starts with flush-to-zero off, even after a test ran `at-train` in this
+    process (which turns it on for the process), so no later test computes with denormals flushed."""
+    import torch
+    x = torch.tensor([1e-39])
+    assert (x * 1.0).item() > 0  # off at the start of the test
+    torch.set_flush_denormal(True)  # what an in-process at-train does; the fixture turns it off again after this test
+    assert (x * 1.0).item() == 0
