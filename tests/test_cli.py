@@ -116,5 +116,6 @@ def test_in_process_runs_leave_denormals_alone():
     import torch
     x = torch.tensor([1e-39])
     assert (x * 1.0).item() > 0  # off at the start of the test
-    torch.set_flush_denormal(True)  # what an in-process at-train does; the fixture turns it off again after this test
+    if not torch.set_flush_denormal(True):  # what an in-process at-train does; the fixture turns it off again after this test
+        pytest.skip("this CPU cannot flush denormals to zero")
     assert (x * 1.0).item() == 0
