@@ -83,12 +83,12 @@ def write_run_info(run_dir: str | Path, # the run directory
                    task: str | None = None, # the task the run trains (`at-train TASK`)
                    command: str | None = None, # the command line that started it
                    new: bool = True, # a new run (replaces an old record); False: a resumed run
-                   **more) -> dict:
-    "Record a run's start: task, command, start time, machine, source commit. A resumed run keeps the first record and appends its own time, command and commit."
+                   **more) -> dict: # what else to record, first and at every resume (the trainer: the precision and compile it chose)
+    "Record a run's start: task, command, start time, machine, source commit. A resumed run keeps the first record and appends its own time, command, commit, CPU and `more`."
     path = Path(run_dir) / RUN_FILE
     info = json.loads(path.read_text()) if path.is_file() and not new else None
     if info is None: info = dict(task=task, command=command, started=time.time(), hardware=hardware(), commit=source_commit(), resumed=[], **more)
-    else: info["resumed"] = info.get("resumed", []) + [dict(time=time.time(), command=command, commit=source_commit())]
+    else: info["resumed"] = info.get("resumed", []) + [dict(time=time.time(), command=command, commit=source_commit(), cpu=hardware()["cpu"], **more)]
     atomic_write(path, json.dumps(info, indent=1) + "\n")
     return info
 

@@ -159,8 +159,6 @@ class Trainer:
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
         resumed = bool(cfg.resume and self.resume())
-        if self.is_main and not (resumed and self.step >= cfg.max_steps):  # a finished run is left as it was (see `fit`)
-            write_run_info(self.run_dir, task=self.extra.get("task"), command=self.extra.get("command"), new=not resumed)
         self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
         chunked = loss == "chunked" and objective is None
         self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if chunked else None
@@ -172,6 +170,9 @@ class Trainer:
         self.cfg = cfg = replace(cfg, compile="on" if compiled else "off")  # checkpoints record what ran, not "auto"
         if self.is_main: print(f"compile {cfg.compile} ({why})", flush=True)
         if compiled: self.forward = compile_forward(self.forward)
+        if self.is_main and not (resumed and self.step >= cfg.max_steps):  # a finished run is left as it was (see `fit`)
+            write_run_info(self.run_dir, task=self.extra.get("task"), command=self.extra.get("command"), new=not resumed,
+                           precision=cfg.precision, compile=cfg.compile)  # what ran, where auto chose
 
     @property
     def raw_model(self) -> Transformer: return self.model

@@ -12,6 +12,7 @@
     python tools/chart_study.py experiments      # experiments.csv: dev F1 during the short WSJ runs of EXPERIMENTS
     python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
     python tools/chart_study.py decode RUN OTHER # decoding.json: dev F1 of decoding choices on RUN's span scores, and RUN with OTHER averaged
+    python tools/chart_study.py ensemble RUN...  # ensemble.json: dev F1 of each of two or more runs alone, of every pair, and of all together
 
 RUN (and OTHER) is a run directory (its best.pt is used) or, for every command but average, a checkpoint file such as the average that
 `average` chose. Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
@@ -297,17 +298,53 @@ def decode(run: str, other: str):
                  command=f"python tools/chart_study.py decode {run} {other}", checkpoints=[str(_best(run)), str(_best(other))],
                  rows=rows, seconds=round(time.perf_counter() - t0, 1), hardware=hardware()), indent=1) + "\n")
 
+def ensemble(*runs: str):
+    """Ensembles on section 22: each run alone, every pair, and (three or more runs) all of them, each ensemble CKY on the mean of its
+    members' label log-probabilities, as the last row of `decode`. The runs may differ in size and precision; they must share the
+    vocabulary (the same training trees and word features)."""
+    from itertools import combinations
+    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
+    from annotated_transformer.evalb import evalb_sentence, bracket_prf
+    loaded = [load_parser(_best(r)) for r in runs]
+    vocab = loaded[0][1]
+    for r, (_, v) in zip(runs[1:], loaded[1:]):
+        if v.state_dict() != vocab.state_dict(): sys.exit(f"chart_study.py ensemble: {runs[0]} and {r} have different vocabularies")
+    members = [(i,) for i in range(len(runs))] + list(combinations(range(len(runs)), 2))
+    if len(runs) > 2: members.append(tuple(range(len(runs))))
+    golds = ptb_trees("dev", DATA)
+    sums = {m: [0, 0, 0] for m in members}
+    order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
+    t0 = time.perf_counter()
+    for a in range(0, len(order), 64):
+        ts = [golds[i] for i in order[a:a + 64]]
+        x = chart_batch(vocab, [t.words() for t in ts])
+        with torch.no_grad(): lps = [m(x.words, x.chars, x.lengths).float().log_softmax(-1) for m, _ in loaded]
+        for m in members:
+            lp = sum(lps[i] for i in m) / len(m)
+            spans, _ = cky(lp - lp[..., :1], x.lengths)  # log-probability ratios to the empty label (one model: its raw scores' CKY)
+            for b, t in enumerate(ts):
+                r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
+                for k, key in enumerate(("match", "gold", "test")): sums[m][k] += r[key]
+    rows = []
+    for m, (g_m, g, t) in sums.items():
+        rows.append(dict(members=[str(_best(runs[i])) for i in m], **{k: v for k, v in bracket_prf(g_m, g, t).items() if k in ("f1", "precision", "recall")}))
+        print(len(m), rows[-1], flush=True)
+    atomic_write(OUT / "ensemble.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
+                 command="python tools/chart_study.py ensemble " + " ".join(runs), rows=rows, seconds=round(time.perf_counter() - t0, 1),
+                 hardware=hardware()), indent=1) + "\n")
+
 COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
-            "step-speed": (step_speed, 0), "decode": (decode, 2)}  # name -> (function, RUN arguments)
+            "step-speed": (step_speed, 0), "decode": (decode, 2), "ensemble": (ensemble, -2)}  # name -> (function, RUN arguments; -2: two or more)
 
 def main(argv: list[str]) -> None:
     "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
     if not argv or argv[0] not in COMMANDS:
         sys.exit(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {argv[0] if argv else 'nothing'!r}")
     (fn, n), args = COMMANDS[argv[0]], argv[1:]
-    if len(args) != n:
-        what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints"}[n]
+    if len(args) != n and not (n < 0 and len(args) >= -n):
+        what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints",
+                -2: "two or more run directories or checkpoints"}[n]
         sys.exit(f"chart_study.py {argv[0]}: expected {what}; got {len(args)}")
     for a in args:
         if not (Path(a).is_dir() or (argv[0] != "average" and Path(a).is_file())):
