@@ -18,11 +18,12 @@ from .bench import (TorchReference, bench_config, random_batch, make_train_step,
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
+from .runs import short_cpu
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory', 'bench_seqlen',
            'sentence_lengths', 'bench_batching', 'bench_mfu', 'cpu_record', 'settings', 'bench_ct2', 'run_benchmarks',
-           'bench_plan', 'ratio_rows', 'print_report', 'best_against_best']
+           'bench_plan', 'ratio_rows', 'cpu_label', 'batch_label', 'print_report', 'best_against_best']
 
 # %% ../nbs/14a_bench_suite.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -379,6 +380,17 @@ def ratio_rows(res: dict) -> list[dict]:
                          ref=x["beam_identical"], vs="share", ratio=None))
     return rows
 
+def cpu_label(settings: dict) -> str:
+    "The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC (AVX2 only)'."
+    c = settings["cpu"]
+    flags = [k for k in ("amx_bf16", "avx512_bf16") if c.get(k)] or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"]
+    return f"{short_cpu(c['model'])} ({', '.join(flags)})"
+
+def batch_label(settings: dict, preset: str) -> str:
+    "The batch a preset was timed at, as tables and titles name it: sentences x tokens, e.g. '128 x 32'."
+    x = settings["presets"][preset]
+    return f"{x['batch_size']} x {x['src_len']}"
+
 def print_report(res: dict, file=None):
     "Print the settings header and the table of ratios."
     s = res["settings"]
@@ -396,7 +408,7 @@ def print_report(res: dict, file=None):
         c = x["config"]
         print(f"  {p}: d_model {c['d_model']}, layers {c['n_layers']}, heads {c['n_heads']}, d_ff {c['d_ff']}, vocab "
               f"{c['tgt_vocab_size']}, norm_first {c['norm_first']}, dropout {c['dropout']}, {x['parameters']:,} params, "
-              f"batch {x['batch_size']} x {x['src_len']}", file=file)
+              f"batch {batch_label(s, p)}", file=file)
     print(f"{'preset':9s} {'measurement':58s} {'ours':>12s} {'reference':>12s} {'vs':>16s} {'ratio':>7s}", file=file)
     for r in ratio_rows(res):
         fmt = lambda v: "-" if v is None else f"{v:12.4g}"
