@@ -4,7 +4,7 @@
 
 # %% ../nbs/07b_runs.ipynb #3b91933b
 from __future__ import annotations
-import contextlib, importlib.util, json, os, platform, statistics, subprocess, time
+import contextlib, importlib.util, json, os, platform, re, statistics, subprocess, time
 from pathlib import Path
 import torch
 from .checkpoint import CheckpointError, check_writable
@@ -14,8 +14,8 @@ from .data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['RUN_FILE', 'LOCK_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware', 'short_cpu',
-           'source_commit', 'write_run_info', 'read_run_info', 'RunInUseError', 'lock_run', 'unlock_run',
-           'active_seconds', 'training_summary', 'plot_metrics']
+           'source_commit', 'write_run_info', 'read_run_info', 'run_precision', 'RunInUseError', 'lock_run',
+           'unlock_run', 'active_seconds', 'training_summary', 'plot_metrics']
 
 # %% ../nbs/07b_runs.ipynb #493a3ea7
 def read_records(path: str | Path, # a JSON-lines log
@@ -96,6 +96,17 @@ def read_run_info(run_dir: str | Path) -> dict:
     "What `write_run_info` recorded ({} for a run from before `run.json` existed)."
     path = Path(run_dir) / RUN_FILE
     return json.loads(path.read_text()) if path.is_file() else {}
+
+def run_precision(run_dir: str | Path) -> str:
+    """The precision a run trained in, for tables: as asked on its command line ('fp32'), else what `auto` chose ('bf16 (auto)'), read
+    from `run.json` or, for runs from before it recorded that, from the trainer's own lines kept beside it in `train.log`; else 'auto'."""
+    info = read_run_info(run_dir)
+    asked = re.search(r"--precision (\S+)", info.get("command") or "")
+    if asked and asked.group(1) != "auto": return asked.group(1)
+    if info.get("precision"): return f"{info['precision']} (auto)"
+    log = Path(run_dir) / "train.log"
+    chose = re.search(r"^precision (\w+) \(auto", log.read_text(errors="replace"), re.M) if log.is_file() else None
+    return f"{chose.group(1)} (auto)" if chose else "auto"
 
 # %% ../nbs/07b_runs.ipynb #52f24b3c
 LOCK_FILE = ".lock"
