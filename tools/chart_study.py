@@ -13,6 +13,7 @@
     python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
     python tools/chart_study.py decode RUN OTHER # decoding.json: dev F1 of decoding choices on RUN's span scores, and RUN with OTHER averaged
     python tools/chart_study.py ensemble RUN...  # ensemble.json: dev F1 of each of two or more runs alone, of every pair, and of all together
+    python tools/chart_study.py test23-ensemble RUN...  # test23-ensemble.pred.txt and .json: section 23 parsed blind by an ensemble
 
 RUN (and OTHER) is a run directory (its best.pt is used) or, for every command but average, a checkpoint file such as the average that
 `average` chose. Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
@@ -215,6 +216,32 @@ def test23(run: str):
     atomic_write(OUT / "test23.json", json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
 
+def test23_ensemble(*runs: str):
+    """The blind parse of section 23's words by an ensemble of two or more runs (CKY on the mean of their label log-probabilities,
+    as `ensemble` scores it on section 22), beside the single model's: test23-ensemble.pred.txt and test23-ensemble.json."""
+    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
+    loaded = _load_same_vocab("test23-ensemble", runs)
+    vocab = loaded[0][1]
+    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), min(max_words(m) for m, _ in loaded))
+    trees, order = [None] * len(sents), sorted(range(len(sents)), key=lambda i: -len(sents[i]))
+    t0 = time.perf_counter()
+    for k in range(0, len(order), 64):
+        idx = order[k: k + 64]
+        x = chart_batch(vocab, [sents[i] for i in idx])
+        with torch.no_grad(): spans, _ = cky(_mean_scores([m(x.words, x.chars, x.lengths).float().log_softmax(-1) for m, _ in loaded]), x.lengths)
+        for b, i in enumerate(idx):
+            trees[i] = spans_to_tree(sents[i], ["XX"] * len(sents[i]), [(a, e, vocab.labels[l]) for a, e, l in spans[b]])
+    dt = time.perf_counter() - t0
+    for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
+    atomic_write(OUT / "test23-ensemble.pred.txt", "".join(str(t) + "\n" for t in trees))
+    cks = [_best(r) for r in runs]
+    meta = dict(command="python tools/chart_study.py test23-ensemble " + " ".join(runs), checkpoints=[str(c) for c in cks],
+                checkpoint_sha256=[_sha(c) for c in cks], steps=[find_checkpoint(c)[1]["step"] for c in cks], sentences=len(trees),
+                seconds=round(dt, 1), preterminals="XX", hardware=hardware(),
+                note="blind: section 23 gold trees are not available to the project; the ensemble was chosen by dev F1 (section 22, ensemble.json)")
+    atomic_write(OUT / "test23-ensemble.json", json.dumps(meta, indent=1) + "\n")
+    print(f"{len(trees)} trees in {dt:.1f} s")
+
 def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
     """Seconds per training step of the ptb-chart preset on WSJ batches: the package as it trains (`Dropout`'s CPU fast path, the
     span loss read from `span_scores`) against the readable versions (`nn.Dropout`, the loss read from the filled chart), each with
@@ -273,10 +300,7 @@ def decode(run: str, other: str):
     variants = {"raw scores (the package)": lambda s, s2: s}
     for d in (-0.5, 0.25, 0.5, 1.0): variants[f"raw scores, {d:+} on every non-empty label"] = lambda s, s2, d=d: s + F.pad(torch.full_like(s[..., 1:], d), (1, 0))
     for t in (0.3, 0.4, 0.5): variants[f"probabilities minus {t}"] = lambda s, s2, t=t: F.pad(s.softmax(-1)[..., 1:] - t, (1, 0))
-    def ens(s, s2):
-        lp = (s.log_softmax(-1) + s2.log_softmax(-1)) / 2
-        return lp - lp[..., :1]  # log-probability ratios to the empty label: raw scores again for one model
-    variants["two checkpoints: mean log-probabilities"] = ens
+    variants["two checkpoints: mean log-probabilities"] = lambda s, s2: _mean_scores([s.log_softmax(-1), s2.log_softmax(-1)])
     sums = {k: [0, 0, 0] for k in variants}
     order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
     t0 = time.perf_counter()
@@ -298,6 +322,18 @@ def decode(run: str, other: str):
                  command=f"python tools/chart_study.py decode {run} {other}", checkpoints=[str(_best(run)), str(_best(other))],
                  rows=rows, seconds=round(time.perf_counter() - t0, 1), hardware=hardware()), indent=1) + "\n")
 
+def _mean_scores(lps: list) -> torch.Tensor:
+    "An ensemble's span scores for CKY: the mean of its members' label log-probabilities, as ratios to the empty label (one member: its raw scores' CKY)."
+    lp = sum(lps) / len(lps)
+    return lp - lp[..., :1]
+
+def _load_same_vocab(command: str, runs) -> list:
+    "Each run's parser; they must share the vocabulary (the same training trees and word features), or the command stops."
+    loaded = [load_parser(_best(r)) for r in runs]
+    for r, (_, v) in zip(runs[1:], loaded[1:]):
+        if v.state_dict() != loaded[0][1].state_dict(): sys.exit(f"chart_study.py {command}: {runs[0]} and {r} have different vocabularies")
+    return loaded
+
 def ensemble(*runs: str):
     """Ensembles on section 22: each run alone, every pair, and (three or more runs) all of them, each ensemble CKY on the mean of its
     members' label log-probabilities, as the last row of `decode`. The runs may differ in size and precision; they must share the
@@ -305,10 +341,8 @@ def ensemble(*runs: str):
     from itertools import combinations
     from annotated_transformer.chart import chart_batch, cky, spans_to_tree
     from annotated_transformer.evalb import evalb_sentence, bracket_prf
-    loaded = [load_parser(_best(r)) for r in runs]
+    loaded = _load_same_vocab("ensemble", runs)
     vocab = loaded[0][1]
-    for r, (_, v) in zip(runs[1:], loaded[1:]):
-        if v.state_dict() != vocab.state_dict(): sys.exit(f"chart_study.py ensemble: {runs[0]} and {r} have different vocabularies")
     members = [(i,) for i in range(len(runs))] + list(combinations(range(len(runs)), 2))
     if len(runs) > 2: members.append(tuple(range(len(runs))))
     golds = ptb_trees("dev", DATA)
@@ -320,8 +354,7 @@ def ensemble(*runs: str):
         x = chart_batch(vocab, [t.words() for t in ts])
         with torch.no_grad(): lps = [m(x.words, x.chars, x.lengths).float().log_softmax(-1) for m, _ in loaded]
         for m in members:
-            lp = sum(lps[i] for i in m) / len(m)
-            spans, _ = cky(lp - lp[..., :1], x.lengths)  # log-probability ratios to the empty label (one model: its raw scores' CKY)
+            spans, _ = cky(_mean_scores([lps[i] for i in m]), x.lengths)
             for b, t in enumerate(ts):
                 r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
                 for k, key in enumerate(("match", "gold", "test")): sums[m][k] += r[key]
@@ -335,7 +368,8 @@ def ensemble(*runs: str):
 
 COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
-            "step-speed": (step_speed, 0), "decode": (decode, 2), "ensemble": (ensemble, -2)}  # name -> (function, RUN arguments; -2: two or more)
+            "step-speed": (step_speed, 0), "decode": (decode, 2), "ensemble": (ensemble, -2),
+            "test23-ensemble": (test23_ensemble, -2)}  # name -> (function, RUN arguments; -2: two or more)
 
 def main(argv: list[str]) -> None:
     "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
