@@ -292,27 +292,14 @@ def decode(run: str, other: str):
     """Decoding choices on section 22, from the same span scores: the package's (CKY on the raw scores, the empty label at 0), a
     constant added to every non-empty label (more brackets: recall for precision), CKY on label probabilities minus a threshold
     (expected-bracket decoding), and the average of two checkpoints' log-probabilities (an ensemble of RUN and OTHER)."""
-    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
-    from annotated_transformer.evalb import evalb_sentence, bracket_prf
+    from annotated_transformer.evalb import bracket_prf
     (m1, vocab), (m2, vocab2) = load_parser(_best(run)), load_parser(_best(other))
     if vocab2.state_dict() != vocab.state_dict(): sys.exit(f"chart_study.py decode: {run} and {other} have different vocabularies")
-    golds = ptb_trees("dev", DATA)
     variants = {"raw scores (the package)": lambda s, s2: s}
     for d in (-0.5, 0.25, 0.5, 1.0): variants[f"raw scores, {d:+} on every non-empty label"] = lambda s, s2, d=d: s + F.pad(torch.full_like(s[..., 1:], d), (1, 0))
     for t in (0.3, 0.4, 0.5): variants[f"probabilities minus {t}"] = lambda s, s2, t=t: F.pad(s.softmax(-1)[..., 1:] - t, (1, 0))
     variants["two checkpoints: mean log-probabilities"] = lambda s, s2: _mean_scores([s.log_softmax(-1), s2.log_softmax(-1)])
-    sums = {k: [0, 0, 0] for k in variants}
-    order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
-    t0 = time.perf_counter()
-    for a in range(0, len(order), 64):
-        ts = [golds[i] for i in order[a:a + 64]]
-        x = chart_batch(vocab, [t.words() for t in ts])
-        with torch.no_grad(): s, s2 = (m(x.words, x.chars, x.lengths).float() for m in (m1, m2))
-        for name, f in variants.items():
-            spans, _ = cky(f(s, s2), x.lengths)
-            for b, t in enumerate(ts):
-                r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
-                for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
+    sums, seconds = _dev_sums(vocab, (m1, m2), {k: (lambda ss, f=f: f(*ss)) for k, f in variants.items()})
     rows = []
     for name, (m, g, t) in sums.items():
         s = bracket_prf(m, g, t)
@@ -320,7 +307,27 @@ def decode(run: str, other: str):
         print(rows[-1], flush=True)
     atomic_write(OUT / "decoding.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
                  command=f"python tools/chart_study.py decode {run} {other}", checkpoints=[str(_best(run)), str(_best(other))],
-                 rows=rows, seconds=round(time.perf_counter() - t0, 1), hardware=hardware()), indent=1) + "\n")
+                 rows=rows, seconds=round(seconds, 1), hardware=hardware()), indent=1) + "\n")
+
+def _dev_sums(vocab, models, variants: dict) -> tuple[dict, float]:
+    """EVALB's bracket counts [match, gold, test] on all of section 22 for each variant (a function from the models' span scores,
+    one tensor per model, to the scores CKY takes), and the seconds it took; batches of 64 sentences sorted by length."""
+    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
+    from annotated_transformer.evalb import evalb_sentence
+    golds = ptb_trees("dev", DATA)
+    sums = {k: [0, 0, 0] for k in variants}
+    order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
+    t0 = time.perf_counter()
+    for a in range(0, len(order), 64):
+        ts = [golds[i] for i in order[a:a + 64]]
+        x = chart_batch(vocab, [t.words() for t in ts])
+        with torch.no_grad(): ss = [m(x.words, x.chars, x.lengths).float() for m in models]
+        for name, f in variants.items():
+            spans, _ = cky(f(ss), x.lengths)
+            for b, t in enumerate(ts):
+                r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
+                for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
+    return sums, time.perf_counter() - t0
 
 def _mean_scores(lps: list) -> torch.Tensor:
     "An ensemble's span scores for CKY: the mean of its members' label log-probabilities, as ratios to the empty label (one member: its raw scores' CKY)."
@@ -339,31 +346,18 @@ def ensemble(*runs: str):
     members' label log-probabilities, as the last row of `decode`. The runs may differ in size and precision; they must share the
     vocabulary (the same training trees and word features)."""
     from itertools import combinations
-    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
-    from annotated_transformer.evalb import evalb_sentence, bracket_prf
+    from annotated_transformer.evalb import bracket_prf
     loaded = _load_same_vocab("ensemble", runs)
     vocab = loaded[0][1]
     members = [(i,) for i in range(len(runs))] + list(combinations(range(len(runs)), 2))
     if len(runs) > 2: members.append(tuple(range(len(runs))))
-    golds = ptb_trees("dev", DATA)
-    sums = {m: [0, 0, 0] for m in members}
-    order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
-    t0 = time.perf_counter()
-    for a in range(0, len(order), 64):
-        ts = [golds[i] for i in order[a:a + 64]]
-        x = chart_batch(vocab, [t.words() for t in ts])
-        with torch.no_grad(): lps = [m(x.words, x.chars, x.lengths).float().log_softmax(-1) for m, _ in loaded]
-        for m in members:
-            spans, _ = cky(_mean_scores([lps[i] for i in m]), x.lengths)
-            for b, t in enumerate(ts):
-                r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
-                for k, key in enumerate(("match", "gold", "test")): sums[m][k] += r[key]
+    sums, seconds = _dev_sums(vocab, [m for m, _ in loaded], {m: (lambda ss, m=m: _mean_scores([ss[i].log_softmax(-1) for i in m])) for m in members})
     rows = []
     for m, (g_m, g, t) in sums.items():
         rows.append(dict(members=[str(_best(runs[i])) for i in m], **{k: v for k, v in bracket_prf(g_m, g, t).items() if k in ("f1", "precision", "recall")}))
         print(len(m), rows[-1], flush=True)
     atomic_write(OUT / "ensemble.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
-                 command="python tools/chart_study.py ensemble " + " ".join(runs), rows=rows, seconds=round(time.perf_counter() - t0, 1),
+                 command="python tools/chart_study.py ensemble " + " ".join(runs), rows=rows, seconds=round(seconds, 1),
                  hardware=hardware()), indent=1) + "\n")
 
 COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
