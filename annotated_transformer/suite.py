@@ -381,7 +381,7 @@ def ratio_rows(res: dict) -> list[dict]:
     return rows
 
 def cpu_label(settings: dict) -> str:
-    "The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC (AVX2 only)'."
+    "The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC (AVX2 only, no native bf16)'."
     c = settings["cpu"]
     flags = [k for k in ("amx_bf16", "avx512_bf16") if c.get(k)] or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"]
     return f"{short_cpu(c['model'])} ({', '.join(flags)})"
