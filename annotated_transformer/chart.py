@@ -22,7 +22,7 @@ from .data import SubwordTokenizer
 # %% auto #0
 __all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'partition', 'ChartParser',
            'tree_score', 'margin_loss', 'span_loss', 'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader',
-           'chart_parse', 'ChartObjective', 'plot_span_chart']
+           'ensemble_scores', 'chart_parse', 'ChartObjective', 'plot_span_chart']
 
 # %% ../nbs/13c_chart_parser.ipynb #21cb02bb
 EMPTY = "∅"  # the empty label: a span that is not a constituent (label id 0)
@@ -327,18 +327,34 @@ def chart_loader(vocab: ChartVocab, trees: list[Tree], # the training (or dev) t
 def _collate_trees(vocab: ChartVocab, trees: list[Tree]) -> ChartBatch: return chart_batch(vocab, [t.words() for t in trees], trees)
 
 # %% ../nbs/13c_chart_parser.ipynb #bf2797ac
+def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, N+1, L) of the same batch
+                   ) -> Tensor: # (B, N+1, N+1, L) the chart CKY takes
+    """An ensemble's chart: the mean of its members' label log-probabilities, as log-ratios to the empty label (label 0). For one
+    member this is its own scores, whose empty column is 0; members of different sizes and precisions mix on one scale."""
+    lp = sum(s.float().log_softmax(-1) for s in scores) / len(scores)
+    return lp - lp[..., :1]
+
 @torch.no_grad()
-def chart_parse(model: ChartParser, vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
+def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained with the same vocabulary
+                vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
                 tags: list[list[str]] | None = None, # preterminals to put back (None: `XX`)
                 batch_size: int = 64) -> list[Tree]: # sentences scored together (sorted by length)
-    "Parse tokenized sentences: label scores, CKY, then trees with `XX` preterminals (or the given tags), in input order."
-    model.eval()
-    dev, out = next(model.parameters()).device, [None] * len(sentences)
+    "Parse tokenized sentences: label scores (an ensemble's `ensemble_scores`), CKY, then trees with `XX` preterminals (or the given tags), in input order."
+    models = list(model) if isinstance(model, (list, tuple)) else [model]
+    if not models: raise ValueError("model: an empty ensemble; expected a ChartParser or a list of them")
+    sizes = dict(n_words=len(vocab.words), n_chars=len(vocab.chars), n_labels=len(vocab.labels))
+    for k, m in enumerate(models):
+        if not isinstance(m, ChartParser): raise TypeError(f"model[{k}]: a {type(m).__name__}; expected a ChartParser")
+        if {f: getattr(m.cfg, f) for f in sizes} != sizes:
+            raise ValueError(f"model[{k}]: sized for another vocabulary ({ {f: getattr(m.cfg, f) for f in sizes} }, the vocabulary {sizes})")
+        m.eval()
+    dev, out = next(models[0].parameters()).device, [None] * len(sentences)
     order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
     for k in range(0, len(order), batch_size):
         idx = order[k: k + batch_size]
         x = chart_batch(vocab, [sentences[i] for i in idx]).to(dev)
-        spans, _ = cky(model(x.words, x.chars, x.lengths).float(), x.lengths)
+        scores = [m(x.words, x.chars, x.lengths).float() for m in models]
+        spans, _ = cky(scores[0] if len(models) == 1 else ensemble_scores(scores), x.lengths)
         for b, i in enumerate(idx):
             out[i] = spans_to_tree(sentences[i], tags[i] if tags else ["XX"] * len(sentences[i]),
                                    [(s, e, vocab.labels[l]) for s, e, l in spans[b]])

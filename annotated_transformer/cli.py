@@ -16,7 +16,7 @@ from .train import TrainingError
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
 from .evaluation import evaluate_run, run_splits, evaluation_summary
-from .parser import load_parser, parse, parse_gold, read_sentences, read_gold, max_words
+from .parser import load_parsers, parse, parse_gold, read_sentences, read_gold, max_words
 from .launch import run_task
 from .variations import GridSettings, ROWS, run_grid
 from .table3 import write_summary
@@ -263,7 +263,8 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 # %% ../nbs/15_cli.ipynb #38fa2cc6
 def _parse(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
-    p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample, or ptb-chart / ptb-chart-sample)")
+    p.add_argument("--checkpoint", required=True, nargs="+", help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample, or "
+                   "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr")
     p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout); written only when all are parsed")
@@ -283,7 +284,7 @@ def _parse(argv: list[str]) -> int:
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
-    model, vocab = load_parser(a.checkpoint, device)
+    model, vocab = load_parsers(a.checkpoint, device)
     longest = max_words(model)
     if a.gold:
         r = parse_gold(model, vocab, read_gold(a.gold, longest), **kw)
@@ -303,7 +304,7 @@ def _parse(argv: list[str]) -> int:
     return 0
 
 def parse_main(argv: list[str] | None = None) -> int:
-    "`at-parse --checkpoint CK [--input F | --gold F] [--output F]`: parse tokenized sentences, one tree per line."
+    "`at-parse --checkpoint CK [CK ...] [--input F | --gold F] [--output F]`: parse tokenized sentences, one tree per line (several chart parsers: an ensemble)."
     return run_script("at-parse", _parse, argv)
 
 # %% ../nbs/15_cli.ipynb #e50e1f16

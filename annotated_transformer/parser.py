@@ -24,8 +24,8 @@ from .tasks import DataSpec, TaskData
 from .chart import ChartVocab, ChartParser, chart_parse
 
 # %% auto #0
-__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'max_words',
-           'parse_gold', 'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
+__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'load_parsers',
+           'max_words', 'parse_gold', 'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/13b_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -145,7 +145,8 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
           constrained: bool = True, # decode under `TreeConstraint` (False: any token sequence, repaired afterwards)
          ) -> list[tuple[Tree, list[str]]]: # per sentence, the (repaired) tree and the repairs made
     "Parse tokenized sentences: encode the words, decode a linearization, rebuild (and repair) the tree; a chart parser by CKY."
-    if isinstance(model, ChartParser): return [(t, []) for t in chart_parse(model, vocab, sentences, batch_size=batch_size)]
+    if isinstance(model, (ChartParser, list, tuple)):  # a chart parser, or an ensemble of them (`load_parsers`)
+        return [(t, []) for t in chart_parse(model, vocab, sentences, batch_size=batch_size)]
     model.eval()
     dev, cfg = next(model.parameters()).device, model.cfg
     srcs = [vocab.encode_src(s)[: cfg.max_len - 1] + [vocab.eos_id] for s in sentences]
@@ -179,8 +180,21 @@ def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer | Ch
                               f"model's {cfg.get('src_vocab_size')}/{cfg.get('tgt_vocab_size')}")
     return load_model(ck, device), vocab
 
+def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[Transformer | ChartParser | list[ChartParser], ParsingVocab | ChartVocab]:
+    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble of chart parsers (a list, which `parse` and
+    `chart_parse` take) with their one vocabulary: each must be a chart parser trained on the same trees with the same word features."""
+    if not paths: raise ValueError("paths: expected one or more checkpoints")
+    loaded = [load_parser(p, device) for p in paths]
+    if len(loaded) == 1: return loaded[0]
+    for p, (m, v) in zip(paths, loaded):
+        if not isinstance(m, ChartParser): raise CheckpointError(f"{p}: a sequence-to-sequence parser; an ensemble takes chart parsers (at-train ptb-chart)")
+        if v.state_dict() != loaded[0][1].state_dict():
+            raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be trained on the same trees with the same word features")
+    return [m for m, _ in loaded], loaded[0][1]
+
 def max_words(model) -> int:
-    "The longest sentence a parser takes: the chart parser's positions minus BOS and EOS; the sequence-to-sequence parser's shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
+    "The longest sentence a parser (or an ensemble, its shortest member) takes: the chart parser's positions minus BOS and EOS; the sequence-to-sequence parser's shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
+    if isinstance(model, (list, tuple)): return min(max_words(m) for m in model)
     return model.cfg.max_len - 2 if isinstance(model, ChartParser) else (model.cfg.max_len - 1) - 3
 
 def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:

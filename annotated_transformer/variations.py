@@ -17,13 +17,13 @@ from .model import make_model, count_parameters
 from .train import Trainer, TrainingError, seed_everything
 from .data import warn
 from .data import atomic_write
-from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics
+from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics, RUN_FILE
 from .evaluation import score_corpus
 
 # %% auto #0
 __all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'RUN_KEYS', 'ROW_FILE', 'PaperRow',
            'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'train_row', 'read_table', 'run_grid', 'metrics_file']
+           'GridSettings', 'train_row', 'read_table', 'run_grid', 'metrics_file', 'run_record']
 
 # %% ../nbs/12_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -241,7 +241,9 @@ def read_table(path: str | Path, # table3.csv, or the grid's directory
     return [{k: (v if k in ("row", "group", "changed", "positional") else num(v)) for k, v in r.items()}
             for r in csv.DictReader(io.StringIO("".join(lines)))]
 
-RUN_KEYS = ("seed",)  # settings that differ between the runs of one grid: its recipe is every other field
+RUN_KEYS = ("seed", "device")  # settings that may differ between the runs of one grid: its recipe is every other field. Where a
+                               # run trained is not its recipe (fp32, eager: the same steps on a CPU or a GPU, as on two CPUs);
+                               # each run's machine is kept beside its metrics (`run_record`)
 
 def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
     p = out / "settings.json"
@@ -291,6 +293,7 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
         run_root = Path(run_root or out / "runs")
         def record(name, seed, run_dir, rec):
             shutil.copyfile(run_dir / "metrics.jsonl", metrics_file(out, name, seed))
+            if (run_dir / RUN_FILE).is_file(): shutil.copyfile(run_dir / RUN_FILE, run_record(out, name, seed))  # where it ran
             new = not csv_path.is_file()
             with open(csv_path, "a", newline="", encoding="utf-8") as f:
                 w = csv.DictWriter(f, CSV_FIELDS)
@@ -317,6 +320,10 @@ def metrics_file(grid: str | Path, # a grid's output directory
                 ) -> Path:
     "Where a grid keeps one run's `metrics.jsonl`: GRID/metrics/ROW-seedN.jsonl, the row's name with `_` for each sign."
     return Path(grid) / "metrics" / (f"{_slug(row)}.jsonl" if seed is None else f"{_slug(row)}-seed{seed}.jsonl")
+
+def run_record(grid: str | Path, row: str, seed: int | None) -> Path:
+    "Where a grid keeps one run's `run.json` (its machine, device, command and commit): beside its metrics, ROW-seedN.run.json."
+    return metrics_file(grid, row, seed).with_suffix(".run.json")
 
 
 # %% ../nbs/12_variations.ipynb #ac988387

@@ -58,6 +58,39 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
     assert bad.returncode == 1 and not out.exists()  # nothing half-written
 
 
+def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tmp_path):
+    "Several chart checkpoints parse as one ensemble (mean label log-probabilities); an ensemble of one model twice is that model."
+    from annotated_transformer.chart import chart_parse, ensemble_scores, chart_batch
+    from annotated_transformer.parser import load_parsers
+    cks = sorted(trained.glob("ckpt_*.pt"))
+    assert len(cks) >= 2
+    models, vocab = load_parsers(cks[:2])
+    assert isinstance(models, list) and len(models) == 2
+    sents = [s.split() for s in ("The dog saw a cat .", "Prices rose sharply in October .", "Go")]
+    x = chart_batch(vocab, sents)
+    with torch.no_grad(): s = models[0](x.words, x.chars, x.lengths)
+    assert torch.allclose(ensemble_scores([s, s]), s, atol=1e-4)  # the empty column is 0: log-ratios are the scores
+    assert [str(t) for t in chart_parse([models[0], models[0]], vocab, sents)] == [str(t) for t in chart_parse(models[0], vocab, sents)]
+    both = chart_parse(models, vocab, sents)
+    assert [t.words() for t in both] == sents
+    r = cli(parse_main, "--checkpoint", cks[0], cks[1], stdin="The dog saw a cat .\nGo\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(t) for t in chart_parse(models, vocab, [sents[0], sents[2]])]
+    # the Python API checks its arguments; the command names the checkpoint that does not fit, in one line, and writes nothing
+    with pytest.raises(ValueError, match="empty ensemble"): chart_parse([], vocab, sents)
+    with pytest.raises(TypeError, match=r"model\[1\]: a str"): chart_parse([models[0], "x"], vocab, sents)
+    from annotated_transformer.chart import ChartVocab
+    with pytest.raises(ValueError, match=r"model\[0\]: sized for another vocabulary"):
+        chart_parse(models, ChartVocab(vocab.words, vocab.chars, vocab.labels[:-1]), sents)
+    ck = load_checkpoint(cks[0]); ck["tokenizer"]["words"] = ck["tokenizer"]["words"][:-1] + ["<other>"]
+    write_checkpoint(ck, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="vocabulary differs"): load_parsers([cks[0], tmp_path / "other.pt"])
+    out = tmp_path / "trees.txt"
+    bad = cli(parse_main, "--checkpoint", cks[0], tmp_path / "other.pt", "--output", out, stdin="a b\n")
+    assert bad.returncode == 1 and "other.pt: its vocabulary differs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cky_on_cuda_equals_cpu():
     from annotated_transformer.chart import cky

@@ -8,7 +8,7 @@ import pytest
 import torch
 from annotated_transformer.model import make_model, count_parameters
 from annotated_transformer.runs import read_metrics
-from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS
+from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS, run_record
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,6 +97,24 @@ def test_grid_csv_and_resume(shared_data, tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         run_grid(["base"], replace(TINY, steps=4), out, data_dir=str(shared_data))
     assert json.loads((out / "settings.json").read_text())["steps"] == 3
+    # each run's machine is kept beside its metrics
+    rec = json.loads(run_record(out, "C N=2", 0).read_text())
+    assert rec["hardware"]["cpu"] and rec["precision"] in ("fp32", "bf16") and rec["compile"] == "off"
+
+
+def test_a_grid_may_span_devices_not_recipes(shared_data, tmp_path):
+    "Where a run trains is not its recipe: a grid begun on one device continues on another; its settings.json keeps the first."
+    out = tmp_path / "grid"
+    run_grid(["base"], replace(TINY, device="cuda"), out, data_dir=str(shared_data), log=lambda m: None) if torch.cuda.is_available() \
+        else run_grid(["base"], TINY, out, data_dir=str(shared_data), log=lambda m: None)
+    first = json.loads((out / "settings.json").read_text())
+    other = "cpu" if first["device"] == "cuda" else "auto"  # auto is the CPU here: the check, not the device, is under test
+    got = run_grid(["base", "C N=2"], replace(TINY, device=other), out, data_dir=str(shared_data), log=lambda m: None)
+    assert [r["row"] for r in got] == ["base", "C N=2"]
+    assert json.loads((out / "settings.json").read_text()) == first
+    assert json.loads(run_record(out, "C N=2", 0).read_text())["hardware"]["cpu"]
+    with pytest.raises(ValueError, match="other settings.*precision"):  # the recipe still may not change
+        run_grid(["C N=4"], replace(TINY, device=other, precision="bf16"), out, data_dir=str(shared_data))
 
 
 def test_unknown_row(tmp_path):

@@ -23,10 +23,11 @@ import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
 import torch.nn.functional as F
-from annotated_transformer.parser import evaluate_decoding, load_parser, parse, parse_gold, read_sentences, max_words
+from annotated_transformer.parser import evaluate_decoding, load_parser, load_parsers, parse, parse_gold, read_sentences, max_words
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
-from annotated_transformer.checkpoint import find_checkpoint
+from annotated_transformer.checkpoint import CheckpointError, find_checkpoint
+from annotated_transformer.chart import ensemble_scores
 from annotated_transformer.data import atomic_write
 from annotated_transformer.runs import hardware
 
@@ -57,7 +58,7 @@ EXPERIMENTS = {
 def experiments():
     "Dev F1 at each evaluation of the comparison runs, with their training time, into one CSV."
     import csv, io
-    from annotated_transformer.runs import read_metrics, read_run_info, active_seconds
+    from annotated_transformer.runs import read_metrics, read_run_info
     rows = []
     for name, (what, commit) in EXPERIMENTS.items():
         run = Path("runs") / name
@@ -217,20 +218,14 @@ def test23(run: str):
     print(f"{len(trees)} trees in {dt:.1f} s")
 
 def test23_ensemble(*runs: str):
-    """The blind parse of section 23's words by an ensemble of two or more runs (CKY on the mean of their label log-probabilities,
-    as `ensemble` scores it on section 22), beside the single model's: test23-ensemble.pred.txt and test23-ensemble.json."""
-    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
-    loaded = _load_same_vocab("test23-ensemble", runs)
-    vocab = loaded[0][1]
-    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), min(max_words(m) for m, _ in loaded))
-    trees, order = [None] * len(sents), sorted(range(len(sents)), key=lambda i: -len(sents[i]))
+    """The blind parse of section 23's words by an ensemble of two or more runs (the package's `chart_parse` of a list of parsers: CKY
+    on the mean of their label log-probabilities, as `ensemble` scores it on section 22), beside the single model's:
+    test23-ensemble.pred.txt and test23-ensemble.json. `at-parse --checkpoint RUN RUN ...` parses the same way."""
+    from annotated_transformer.chart import chart_parse
+    models, vocab = _load_same_vocab("test23-ensemble", runs)
+    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(models))
     t0 = time.perf_counter()
-    for k in range(0, len(order), 64):
-        idx = order[k: k + 64]
-        x = chart_batch(vocab, [sents[i] for i in idx])
-        with torch.no_grad(): spans, _ = cky(_mean_scores([m(x.words, x.chars, x.lengths).float().log_softmax(-1) for m, _ in loaded]), x.lengths)
-        for b, i in enumerate(idx):
-            trees[i] = spans_to_tree(sents[i], ["XX"] * len(sents[i]), [(a, e, vocab.labels[l]) for a, e, l in spans[b]])
+    trees = chart_parse(models, vocab, sents)
     dt = time.perf_counter() - t0
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
     atomic_write(OUT / "test23-ensemble.pred.txt", "".join(str(t) + "\n" for t in trees))
@@ -293,12 +288,11 @@ def decode(run: str, other: str):
     constant added to every non-empty label (more brackets: recall for precision), CKY on label probabilities minus a threshold
     (expected-bracket decoding), and the average of two checkpoints' log-probabilities (an ensemble of RUN and OTHER)."""
     from annotated_transformer.evalb import bracket_prf
-    (m1, vocab), (m2, vocab2) = load_parser(_best(run)), load_parser(_best(other))
-    if vocab2.state_dict() != vocab.state_dict(): sys.exit(f"chart_study.py decode: {run} and {other} have different vocabularies")
+    (m1, m2), vocab = _load_same_vocab("decode", (run, other))
     variants = {"raw scores (the package)": lambda s, s2: s}
     for d in (-0.5, 0.25, 0.5, 1.0): variants[f"raw scores, {d:+} on every non-empty label"] = lambda s, s2, d=d: s + F.pad(torch.full_like(s[..., 1:], d), (1, 0))
     for t in (0.3, 0.4, 0.5): variants[f"probabilities minus {t}"] = lambda s, s2, t=t: F.pad(s.softmax(-1)[..., 1:] - t, (1, 0))
-    variants["two checkpoints: mean log-probabilities"] = lambda s, s2: _mean_scores([s.log_softmax(-1), s2.log_softmax(-1)])
+    variants["two checkpoints: mean log-probabilities"] = lambda s, s2: ensemble_scores([s, s2])
     sums, seconds = _dev_sums(vocab, (m1, m2), {k: (lambda ss, f=f: f(*ss)) for k, f in variants.items()})
     rows = []
     for name, (m, g, t) in sums.items():
@@ -329,17 +323,10 @@ def _dev_sums(vocab, models, variants: dict) -> tuple[dict, float]:
                 for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
     return sums, time.perf_counter() - t0
 
-def _mean_scores(lps: list) -> torch.Tensor:
-    "An ensemble's span scores for CKY: the mean of its members' label log-probabilities, as ratios to the empty label (one member: its raw scores' CKY)."
-    lp = sum(lps) / len(lps)
-    return lp - lp[..., :1]
-
-def _load_same_vocab(command: str, runs) -> list:
-    "Each run's parser; they must share the vocabulary (the same training trees and word features), or the command stops."
-    loaded = [load_parser(_best(r)) for r in runs]
-    for r, (_, v) in zip(runs[1:], loaded[1:]):
-        if v.state_dict() != loaded[0][1].state_dict(): sys.exit(f"chart_study.py {command}: {runs[0]} and {r} have different vocabularies")
-    return loaded
+def _load_same_vocab(command: str, runs) -> tuple[list, object]:
+    "The runs' parsers and their one vocabulary (`load_parsers`: chart parsers of the same training trees and word features), or the command stops with one line."
+    try: return load_parsers([_best(r) for r in runs])
+    except CheckpointError as e: sys.exit(f"chart_study.py {command}: {e}")
 
 def ensemble(*runs: str):
     """Ensembles on section 22: each run alone, every pair, and (three or more runs) all of them, each ensemble CKY on the mean of its
@@ -347,11 +334,10 @@ def ensemble(*runs: str):
     vocabulary (the same training trees and word features)."""
     from itertools import combinations
     from annotated_transformer.evalb import bracket_prf
-    loaded = _load_same_vocab("ensemble", runs)
-    vocab = loaded[0][1]
+    models, vocab = _load_same_vocab("ensemble", runs)
     members = [(i,) for i in range(len(runs))] + list(combinations(range(len(runs)), 2))
     if len(runs) > 2: members.append(tuple(range(len(runs))))
-    sums, seconds = _dev_sums(vocab, [m for m, _ in loaded], {m: (lambda ss, m=m: _mean_scores([ss[i].log_softmax(-1) for i in m])) for m in members})
+    sums, seconds = _dev_sums(vocab, models, {m: (lambda ss, m=m: ensemble_scores([ss[i] for i in m])) for m in members})
     rows = []
     for m, (g_m, g, t) in sums.items():
         rows.append(dict(members=[str(_best(runs[i])) for i in m], **{k: v for k, v in bracket_prf(g_m, g, t).items() if k in ("f1", "precision", "recall")}))
