@@ -205,6 +205,10 @@ def test_at_parse_greedy_gold_and_errors(tiny_checkpoint, tmp_path, cli):
     assert len(r.stdout.splitlines()) == 20 and "EVALB (COLLINS.prm)" in r.stderr
     r = cli(parse_main, "--checkpoint", tmp_path / "none")
     assert r.returncode == 1 and "at-parse: error:" in r.stderr
+    # an ensemble takes chart parsers only: two sequence-to-sequence checkpoints are refused in one line that names one
+    r = cli(parse_main, "--checkpoint", run, run, "--gold", gold)
+    assert r.returncode == 1 and "a sequence-to-sequence parser; an ensemble takes chart parsers" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
 
 def test_train_main_ptb_sample(shared_data, tmp_path, capfd):  # the at-train path: presets, vocabularies, checkpoint contents
     from conftest import assert_closing_lines
