@@ -263,7 +263,7 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 # %% ../nbs/15_cli.ipynb #38fa2cc6
 def _parse(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
-    p.add_argument("--checkpoint", required=True, nargs="+", help="checkpoint file or run directory (at-train ptb / ptb-small / ptb-sample, or "
+    p.add_argument("--checkpoint", required=True, nargs="+", help="checkpoint file or run directory, which stands for its newest checkpoint (best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or "
                    "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr")
