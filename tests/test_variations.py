@@ -196,7 +196,9 @@ def test_seeds_side_by_side_equal_one_at_a_time(shared_data, tmp_path):
                                                     [("base", 1), ("base", 0), ("C N=2", 1), ("C N=2", 0)])  # in the order they finished
     by = {(r["row"], r["seed"]): r for r in par}
     assert by["base", 0]["dev_ppl"] != by["base", 1]["dev_ppl"]  # another seed: other weights and batches
-    assert sorted(p.name for p in (tmp_path / "par" / "metrics").iterdir()) == ["C_N_2-seed0.jsonl", "C_N_2-seed1.jsonl", "base-seed0.jsonl", "base-seed1.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "par" / "metrics").iterdir()) == sorted(
+        f"{r}-seed{k}{ext}" for r in ("base", "C_N_2") for k in (0, 1) for ext in (".jsonl", ".run.json"))  # metrics and where each ran
+    assert json.loads((tmp_path / "par" / "metrics" / "base-seed1.run.json").read_text())["hardware"]["torch_threads"] == 1  # a worker
     threads = torch.get_num_threads(); torch.set_num_threads(1)  # as a worker trains
     try: one = run_grid(["base", "C N=2"], s, tmp_path / "one", data_dir=str(shared_data), log=lambda m: None, seeds=[1])
     finally: torch.set_num_threads(threads)
