@@ -13,7 +13,8 @@ import sentencepiece as spm
 # %% auto #0
 __all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'warn', 'atomic_write', 'Corpus', 'read_parallel',
            'copy_task_pairs', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k',
-           'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer', 'encode_pairs']
+           'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'skip_rest_without', 'SubwordTokenizer',
+           'encode_pairs']
 
 # %% ../nbs/05_data.ipynb #5d7fad3e
 def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line; "-": standard input
@@ -152,7 +153,11 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     if dest.is_file() and sha256_file(dest) == sha256: return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
+    except OSError as e:  # no network, a refused connection, a missing file:// source
+        part.unlink(missing_ok=True)
+        raise OSError(f"{url}: download failed ({getattr(e, 'reason', e)}); without a network, copy the file to {dest}") from e
     if (got := sha256_file(part)) != sha256:
         part.unlink()
         raise ValueError(f"{url}: sha256 mismatch, expected {sha256} but got {got}; the download is corrupt "
@@ -236,6 +241,19 @@ def load_recipe(name: str, # "copy", "multi30k", "iwslt14", "wmt14" or a registe
     corpus = read_parallel(src, tgt, split, hint)
     corpus.name = name
     return corpus
+
+# %% ../nbs/05_data.ipynb #c0a1e039
+def skip_rest_without(load: Callable, # reads (or downloads) what the rest of the notebook needs; raises OSError when it cannot
+                      what: str, # the data's name, for the message
+                     ) -> bool: # True when `load()` succeeded
+    "In a notebook: run `load()`; if the data is missing, say so and skip the notebook's remaining cells (elsewhere: raise)."
+    try: load(); return True
+    except OSError as e:
+        import builtins  # IPython puts `get_ipython` there only while it runs a cell: a notebook, not a shell left in the process
+        if (ip := getattr(builtins, "get_ipython", lambda: None)()) is None: raise
+        print(f"skipping the rest of this notebook: {what} is not available ({e})")
+        ip.input_transformers_cleanup.append(lambda lines: [])  # every later cell runs as an empty cell
+        return False
 
 # %% ../nbs/05_data.ipynb #a687c0dc
 class SubwordTokenizer:

@@ -103,6 +103,7 @@ def test_cky_on_cuda_equals_cpu():
 
 def test_subword_words_train_and_parse(tmp_path, shared_data, cli):
     "--word-features subwords: the vocabulary carries BPE pieces, the checkpoint rebuilds the model without a word table, at-parse uses it."
+    if not (shared_data / "ptb_sample").is_dir(): pytest.skip(f"NLTK's sample not found in {shared_data}")
     run = tmp_path / "sub"
     r = cli(train_main, "ptb-chart-sample", "--data-dir", shared_data, "--max-steps", "6", "--eval-every", "6", "--precision", "fp32",
             "--word-features", "subwords", "--run-dir", run, "--no-progress")

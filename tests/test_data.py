@@ -271,3 +271,52 @@ def test_loader_batches_decode_to_the_text(tok):
         assert [tok.decode(r) for r in batch.tgt_out] == [c.tgt[i] for i in idx]
         seen += len(batch)
     assert seen == 60
+
+
+# ---- without the data: a failed download is one line, and a notebook that needs the data skips its rest ------------
+
+def test_failed_download_is_one_line_and_leaves_nothing(tmp_path):
+    with pytest.raises(OSError, match=r"gone\.txt: download failed .*copy the file to") as e:
+        fetch((tmp_path / "gone.txt").as_uri(), tmp_path / "cache" / "gone.txt", "0" * 64)
+    assert "\n" not in str(e.value)
+    assert not list((tmp_path / "cache").iterdir())
+
+
+def _run_notebook(tmp_path, cells):
+    import nbformat
+    from nbdev.test import test_nb
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    return test_nb(tmp_path / "t.ipynb", showerr=False)[0]
+
+
+def test_skip_rest_without_skips_only_when_the_data_is_missing(tmp_path):
+    from annotated_transformer.data import skip_rest_without
+    (tmp_path / "here.txt").write_text("x")
+    head = "from annotated_transformer.data import skip_rest_without\n"
+    fail = "raise AssertionError('a cell after the check ran')"
+    # missing: the later cells do not run, so the notebook passes; present: they run, and the failing cell fails it
+    assert _run_notebook(tmp_path, [head + f"skip_rest_without(lambda: open({str(tmp_path / 'gone.txt')!r}), 'X')", fail])
+    assert not _run_notebook(tmp_path, [head + f"skip_rest_without(lambda: open({str(tmp_path / 'here.txt')!r}), 'X')", fail])
+    # another error is not a missing file: it is raised, not skipped
+    assert not _run_notebook(tmp_path, [head + "skip_rest_without(lambda: 1 / 0, 'X')", "pass"])
+    # outside a notebook there is nothing to skip: the error is raised as it is
+    with pytest.raises(FileNotFoundError):
+        skip_rest_without(lambda: open(tmp_path / "gone.txt"), "X")
+    assert skip_rest_without(lambda: None, "X") is True
+
+
+@pytest.mark.slow
+def test_notebooks_pass_without_data_or_network(tmp_path):
+    """The README's notebook command on a machine without `shared/data` and without a network: every notebook passes,
+    those that read a corpus skip their rest (no download is tried: the proxy refuses every connection)."""
+    import os, subprocess
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "data").mkdir(); (tmp_path / "cache").mkdir()
+    env = dict(os.environ, AT_DATA_DIR=str(tmp_path / "data"), AT_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1",
+               http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
+               HTTPS_PROXY="http://127.0.0.1:9", no_proxy="", NO_PROXY="")
+    r = subprocess.run(["nbdev_test"], cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert not list((tmp_path / "cache").rglob("*.gz")), "a notebook downloaded data in a test"
