@@ -144,8 +144,10 @@ def unlock_run(run_dir: str | Path):
 # %% ../nbs/07b_runs.ipynb #98f05556
 def active_seconds(run_dir: str | Path, # a run directory or its metrics.jsonl
                    gap: float = 120.0) -> float:
-    "Training time from the metrics: the sum of the intervals between records, leaving out pauses longer than `gap` (a resume)."
-    ts = [r["time"] for r in read_metrics(run_dir)]
+    "Training time from the metrics, pauses left out: the trainer's clock (`train_s`), else intervals between records under `gap`."
+    recs = read_metrics(run_dir)
+    if recs and "train_s" in recs[-1]: return round(recs[-1]["train_s"], 1)  # seconds in `fit`, over every resume
+    ts = [r["time"] for r in recs]  # records from before the clock: a pause is an interval longer than `gap` (a resume)
     return round(sum(b - a for a, b in zip(ts, ts[1:]) if b - a < gap), 1)
 
 def training_summary(run_dir: str | Path) -> dict:
