@@ -252,7 +252,8 @@ def skip_rest_without(load: Callable, # reads (or downloads) what the rest of th
         import builtins  # IPython puts `get_ipython` there only while it runs a cell: a notebook, not a shell left in the process
         if (ip := getattr(builtins, "get_ipython", lambda: None)()) is None: raise
         print(f"skipping the rest of this notebook: {what} is not available ({e})")
-        ip.input_transformers_cleanup.append(lambda lines: [])  # every later cell runs as an empty cell
+        skipped = f"print({f'skipped: {what} is not available'!r})\n"
+        ip.input_transformers_cleanup.append(lambda lines: [skipped])  # every later cell only says so (in Jupyter too, until a restart)
         return False
 
 # %% ../nbs/05_data.ipynb #a687c0dc
