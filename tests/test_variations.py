@@ -169,6 +169,8 @@ def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monke
     assert "resumed from" in capsys.readouterr().out  # continued, not trained again from the start
     assert again["steps"] == 6
     for k in ("dev_ppl", "dev_nll", "dev_bleu", "final_train_loss", "params"): assert again[k] == whole[k], k
+    # its training time is the trainer's clock over both parts, as the metrics' last record has it (not the gaps between records)
+    assert again["train_seconds"] == round(read_metrics(tmp_path / "cut")[-1]["train_s"], 1) > 0
 
 
 def test_grid_keeps_an_unfinished_row(shared_data, tmp_path, monkeypatch, capsys):
