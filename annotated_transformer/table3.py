@@ -12,7 +12,8 @@ from .data import atomic_write
 
 # %% auto #0
 __all__ = ['METRICS', 'FLAT', 'HIGHER_IS_BETTER', 'SUMMARY_FIELDS', 'FLAT_TAIL', 'compare', 'plot_table3', 'trend_checks',
-           'spread', 'metric_verdict', 'row_verdict', 'summarize_seeds', 'write_summary', 'val_curve', 'tail_gain']
+           'spread', 'no_change', 'metric_verdict', 'row_verdict', 'summarize_seeds', 'write_summary', 'val_curve',
+           'tail_gain']
 
 # %% ../nbs/12a_table3.ipynb #328cab10
 def compare(rows: list[dict]) -> list[dict]:
@@ -105,6 +106,12 @@ def spread(xs: list[float]) -> float:
     "Largest minus smallest: the spread between seeds (0 for one seed)."
     return max(xs) - min(xs) if xs else float("nan")
 
+def no_change(paper_delta: float, # the paper's row minus its base
+              flat: float, # a change at most this is "no change" (`FLAT`)
+             ) -> bool:
+    "Whether the paper's change is within `flat`, compared at the paper's printed precision: 25.7 - 25.8 is -0.10000000000000142 in floats, and a change of 0.1."
+    return round(abs(paper_delta), 6) <= flat
+
 def metric_verdict(base: dict[int, float], # seed -> the base row's value
                    row: dict[int, float], # seed -> this row's value
                    paper_delta: float, # the paper's row minus its base
@@ -117,7 +124,7 @@ def metric_verdict(base: dict[int, float], # seed -> the base row's value
     if len(seeds) < 2: return "inconclusive", mean  # no spread to compare with
     noise = max(spread([base[k] for k in seeds]), spread([row[k] for k in seeds]))
     clear = (all(d > 0 for d in deltas) or all(d < 0 for d in deltas)) and abs(mean) > noise
-    if abs(paper_delta) <= flat: return ("reverses" if clear else "agrees"), mean  # the paper's claim here is "no change"
+    if no_change(paper_delta, flat): return ("reverses" if clear else "agrees"), mean  # the paper's claim here is "no change"
     if not clear: return "inconclusive", mean
     return ("agrees" if (mean > 0) == (paper_delta > 0) else "reverses"), mean
 
