@@ -11,10 +11,10 @@ from typing import Callable, Iterable
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'warn', 'atomic_write', 'Corpus', 'read_parallel',
-           'copy_task_pairs', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k',
-           'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'skip_rest_without', 'SubwordTokenizer',
-           'encode_pairs']
+__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'warn', 'atomic_write', 'new_directory', 'Corpus',
+           'read_parallel', 'copy_task_pairs', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch',
+           'download_multi30k', 'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'skip_rest_without',
+           'SubwordTokenizer', 'encode_pairs']
 
 # %% ../nbs/05_data.ipynb #5d7fad3e
 def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line; "-": standard input
@@ -67,6 +67,19 @@ def atomic_write(path: str | Path, # the file to (re)write
     with contextlib.suppress(OSError):  # make the rename itself durable
         fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
     return path
+
+@contextlib.contextmanager
+def new_directory(directory: str | Path):
+    "Create `directory` and its missing parents for a block; if the block fails, remove the ones it created that are still empty."
+    d = Path(directory).absolute()
+    created = [q for q in (d, *d.parents) if not q.exists()]  # deepest first
+    d.mkdir(parents=True, exist_ok=True)
+    try: yield d
+    except BaseException:
+        for q in created:  # a failed command leaves no empty directory behind; one holding anything stays
+            try: q.rmdir()
+            except OSError: break
+        raise
 
 
 # %% ../nbs/05_data.ipynb #863b80e7
@@ -151,18 +164,18 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     "Download `url` to `dest` unless a file with the expected sha256 is already there; a mismatch is an error."
     dest = Path(dest)
     if dest.is_file() and sha256_file(dest) == sha256: return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
-    except OSError as e:  # no network, a refused connection, a missing file:// source
-        part.unlink(missing_ok=True)
-        raise OSError(f"{url}: download failed ({getattr(e, 'reason', e)}); without a network, copy the file to {dest}") from e
-    if (got := sha256_file(part)) != sha256:
-        part.unlink()
-        raise ValueError(f"{url}: sha256 mismatch, expected {sha256} but got {got}; the download is corrupt "
-                         f"or the file changed upstream, nothing was written to {dest}")
-    return part.replace(dest)
+    with new_directory(dest.parent):  # a failed first download leaves no empty cache directory
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
+        except OSError as e:  # no network, a refused connection, a missing file:// source
+            part.unlink(missing_ok=True)
+            raise OSError(f"{url}: download failed ({getattr(e, 'reason', e)}); without a network, copy the file to {dest}") from e
+        if (got := sha256_file(part)) != sha256:
+            part.unlink()
+            raise ValueError(f"{url}: sha256 mismatch, expected {sha256} but got {got}; the download is corrupt "
+                             f"or the file changed upstream, nothing was written to {dest}")
+        return part.replace(dest)
 
 def download_multi30k(cache_dir: str | Path | None = None, # default: `default_cache_dir()`
                       base_url: str = MULTI30K_URL, # the official release; any URL with the same files works

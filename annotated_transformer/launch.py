@@ -4,14 +4,14 @@
 
 # %% ../nbs/14b_launch.ipynb #05edee84
 from __future__ import annotations
-import json, os, time
+import contextlib, json, os, time
 from dataclasses import asdict
 from pathlib import Path
 import torch
 from .config import TransformerConfig, TrainConfig
 from .rnn import RNNConfig
 from .chart import ChartConfig
-from .data import atomic_write
+from .data import atomic_write, new_directory
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
 from .checkpoint import CheckpointError, model_from_config, newest_checkpoint
@@ -92,16 +92,17 @@ def run_task(task: str, # a name of `TASKS`
     "Train `task` in `tcfg.run_dir` (resuming if asked), then report; the exit status of `at-train`."
     if task not in TASKS: raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
-    if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
-    try:
-        resume = resume_point(task, tcfg.run_dir) if tcfg.resume else None
-        if resume and resume[1].get("step", 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
-            print(f"{resume[0]}: the run already reached step {resume[1]['step']} of --max-steps {tcfg.max_steps}; nothing to do "
-                  "(raise --max-steps to train further)", flush=True)
-            return 0
-        return _run_locked(task, mcfg, tcfg, spec, command, resume[1].get("tokenizer") if resume else None)
-    finally:
-        if first: unlock_run(tcfg.run_dir)
+    with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():  # a run that fails before writing anything leaves no directory
+        if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
+        try:
+            resume = resume_point(task, tcfg.run_dir) if tcfg.resume else None
+            if resume and resume[1].get("step", 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
+                print(f"{resume[0]}: the run already reached step {resume[1]['step']} of --max-steps {tcfg.max_steps}; nothing to do "
+                      "(raise --max-steps to train further)", flush=True)
+                return 0
+            return _run_locked(task, mcfg, tcfg, spec, command, resume[1].get("tokenizer") if resume else None)
+        finally:
+            if first: unlock_run(tcfg.run_dir)
 
 def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)

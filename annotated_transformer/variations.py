@@ -16,7 +16,7 @@ from .batching import make_loader
 from .model import make_model, count_parameters
 from .train import Trainer, TrainingError, seed_everything
 from .data import warn
-from .data import atomic_write
+from .data import atomic_write, new_directory
 from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics, RUN_FILE
 from .evaluation import score_corpus
 
@@ -273,43 +273,45 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
     if not seeds or any(not isinstance(k, int) or k < 0 for k in seeds) or len(set(seeds)) < len(seeds):
         raise ValueError(f"seeds={seeds}: expected distinct integers >= 0")
     if not isinstance(workers, int) or workers < 1: raise ValueError(f"workers={workers}: expected an integer >= 1")
-    out = Path(out); out.mkdir(parents=True, exist_ok=True); (out / "metrics").mkdir(exist_ok=True)
-    _check_settings(out, s)
-    csv_path = out / "table3.csv"
-    if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
-    if csv_path.is_file() and csv_path.read_text(encoding="utf-8", errors="replace").partition("\n")[0] != ",".join(CSV_FIELDS):
-        raise ValueError(f"{csv_path}, line 1: not the columns of this version's table3.csv ({', '.join(CSV_FIELDS)}); "
-                         "an older grid's file: use another --out")
-    lock_run(out, f"run_grid {out}")  # a second grid on this directory is refused: two writers would tear the CSV
-    try:
-        try: done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
-        except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
-        jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]  # row by row: each row's seeds finish together
-        if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
-        if not jobs: return read_table(csv_path)
-        data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)  # the tokenizer, trained once here
-        _check_settings(out, s, write=True, seeds=seeds, workers=workers,  # once the data is ready: a grid that cannot start leaves nothing
-                        threads_per_run=1 if workers > 1 else torch.get_num_threads())
-        run_root = Path(run_root or out / "runs")
-        def record(name, seed, run_dir, rec):
-            shutil.copyfile(run_dir / "metrics.jsonl", metrics_file(out, name, seed))
-            if (run_dir / RUN_FILE).is_file(): shutil.copyfile(run_dir / RUN_FILE, run_record(out, name, seed))  # where it ran
-            new = not csv_path.is_file()
-            with open(csv_path, "a", newline="", encoding="utf-8") as f:
-                w = csv.DictWriter(f, CSV_FIELDS)
-                if new: w.writeheader()
-                w.writerow(rec); f.flush(); os.fsync(f.fileno())
-            if not keep_runs: shutil.rmtree(run_dir)
-            log(f"{name:15s} seed {seed}  params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU {rec['dev_bleu']:6.2f}  "
-                f"train {rec['train_seconds']:7.1f} s  BLEU {rec['bleu_seconds']:5.1f} s")
-        if workers == 1:
-            for name, seed in jobs:  # an interrupted run continues from its last checkpoint (saved every tenth of the steps)
-                run_dir = run_root / f"{_slug(name)}-seed{seed}"
-                record(name, seed, run_dir, train_row(ROWS[name], data, replace(s, seed=seed), run_dir))
-        else: _run_parallel(jobs, s, out, data_dir, run_root, workers, record)
-        if not keep_runs and run_root.is_dir() and not any(run_root.iterdir()): run_root.rmdir()
-        return read_table(csv_path)
-    finally: unlock_run(out)
+    out = Path(out)
+    with new_directory(out):  # a grid that cannot start (no data, a settings clash) leaves no new directory
+        _check_settings(out, s)
+        csv_path = out / "table3.csv"
+        if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
+        if csv_path.is_file() and csv_path.read_text(encoding="utf-8", errors="replace").partition("\n")[0] != ",".join(CSV_FIELDS):
+            raise ValueError(f"{csv_path}, line 1: not the columns of this version's table3.csv ({', '.join(CSV_FIELDS)}); "
+                             "an older grid's file: use another --out")
+        lock_run(out, f"run_grid {out}")  # a second grid on this directory is refused: two writers would tear the CSV
+        try:
+            try: done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
+            except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
+            jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]  # row by row: each row's seeds finish together
+            if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
+            if not jobs: return read_table(csv_path)
+            data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)  # the tokenizer, trained once here
+            _check_settings(out, s, write=True, seeds=seeds, workers=workers,  # once the data is ready: a grid that cannot start leaves nothing
+                            threads_per_run=1 if workers > 1 else torch.get_num_threads())
+            (out / "metrics").mkdir(exist_ok=True)
+            run_root = Path(run_root or out / "runs")
+            def record(name, seed, run_dir, rec):
+                shutil.copyfile(run_dir / "metrics.jsonl", metrics_file(out, name, seed))
+                if (run_dir / RUN_FILE).is_file(): shutil.copyfile(run_dir / RUN_FILE, run_record(out, name, seed))  # where it ran
+                new = not csv_path.is_file()
+                with open(csv_path, "a", newline="", encoding="utf-8") as f:
+                    w = csv.DictWriter(f, CSV_FIELDS)
+                    if new: w.writeheader()
+                    w.writerow(rec); f.flush(); os.fsync(f.fileno())
+                if not keep_runs: shutil.rmtree(run_dir)
+                log(f"{name:15s} seed {seed}  params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU {rec['dev_bleu']:6.2f}  "
+                    f"train {rec['train_seconds']:7.1f} s  BLEU {rec['bleu_seconds']:5.1f} s")
+            if workers == 1:
+                for name, seed in jobs:  # an interrupted run continues from its last checkpoint (saved every tenth of the steps)
+                    run_dir = run_root / f"{_slug(name)}-seed{seed}"
+                    record(name, seed, run_dir, train_row(ROWS[name], data, replace(s, seed=seed), run_dir))
+            else: _run_parallel(jobs, s, out, data_dir, run_root, workers, record)
+            if not keep_runs and run_root.is_dir() and not any(run_root.iterdir()): run_root.rmdir()
+            return read_table(csv_path)
+        finally: unlock_run(out)
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")

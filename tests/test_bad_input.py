@@ -652,9 +652,10 @@ def judge(script: str, rc: int, out: str, err: str, code, expect, problems: list
     return problems
 
 def snapshot(root: Path) -> dict[str, str]:
-    "Every file under `root` -> a digest of its bytes (unreadable files by their size)."
+    "Every file under `root` -> a digest of its bytes (unreadable files by their size), and every directory -> 'directory'."
     out = {}
     for p in root.rglob("*"):
+        if p.is_dir() and not p.is_symlink(): out[p.relative_to(root).as_posix() + "/"] = "directory"  # an empty one left behind counts
         if p.is_file() and not p.is_symlink():
             try: out[p.relative_to(root).as_posix()] = hashlib.sha1(p.read_bytes()).hexdigest()
             except OSError: out[p.relative_to(root).as_posix()] = f"unreadable:{p.stat().st_size}"
@@ -664,7 +665,7 @@ def left_behind(before: dict, after: dict) -> list[str]:
     "New, changed or removed files after a run that failed (a rejected command must leave everything as it was)."
     problems = []
     new = sorted(set(after) - set(before))
-    if new: problems.append(f"files left behind: {new[:6]}{' ...' if len(new) > 6 else ''}")
+    if new: problems.append(f"files or directories left behind: {new[:6]}{' ...' if len(new) > 6 else ''}")
     changed = sorted(k for k in set(after) & set(before) if after[k] != before[k])
     if changed: problems.append(f"files overwritten: {changed[:6]}")
     gone = sorted(set(before) - set(after))
