@@ -70,10 +70,9 @@ def atomic_write(path: str | Path, # the file to (re)write
 
 @contextlib.contextmanager
 def new_directory(directory: str | Path):
-    "Create `directory` and its missing parents for a block; if the block fails, remove the ones it created that are still empty."
+    "For a block that creates `directory`: if the block fails, remove the directories on its path that did not exist before and are empty."
     d = Path(directory).absolute()
     created = [q for q in (d, *d.parents) if not q.exists()]  # deepest first
-    d.mkdir(parents=True, exist_ok=True)
     try: yield d
     except BaseException:
         for q in created:  # a failed command leaves no empty directory behind; one holding anything stays
@@ -166,6 +165,7 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
     if dest.is_file() and sha256_file(dest) == sha256: return dest
     part = dest.with_name(dest.name + ".part")
     with new_directory(dest.parent):  # a failed first download leaves no empty cache directory
+        dest.parent.mkdir(parents=True, exist_ok=True)
         try:
             with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
         except OSError as e:  # no network, a refused connection, a missing file:// source

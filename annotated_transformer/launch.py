@@ -92,7 +92,7 @@ def run_task(task: str, # a name of `TASKS`
     "Train `task` in `tcfg.run_dir` (resuming if asked), then report; the exit status of `at-train`."
     if task not in TASKS: raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
-    with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():  # a run that fails before writing anything leaves no directory
+    with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():  # lock_run creates it; a run that fails before writing anything leaves none
         if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
         try:
             resume = resume_point(task, tcfg.run_dir) if tcfg.resume else None

@@ -275,6 +275,7 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
     if not isinstance(workers, int) or workers < 1: raise ValueError(f"workers={workers}: expected an integer >= 1")
     out = Path(out)
     with new_directory(out):  # a grid that cannot start (no data, a settings clash) leaves no new directory
+        out.mkdir(parents=True, exist_ok=True)
         _check_settings(out, s)
         csv_path = out / "table3.csv"
         if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
