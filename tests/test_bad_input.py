@@ -317,11 +317,12 @@ ROWS = [
     row("train-device-xx", "at-train", lambda c: tr(c, "--device", "xx"), 2, opt("device")),
     row("train-device-cuda-without-cuda", "at-train", lambda c: tr(c, "--device", "cuda"), X, ("cuda",), marks=no_cuda),
     # the run directory
-    row("train-run-dir-is-a-file", "at-train", lambda c: ["copy", *TRAIN_COPY, "--run-dir", str(c.blocked())], X, "blocker"),
+    # the message names the option to change, not only the path (a bare OSError names just the path)
+    row("train-run-dir-is-a-file", "at-train", lambda c: ["copy", *TRAIN_COPY, "--run-dir", str(c.blocked())], X, "choose another --run-dir"),
     row("train-run-dir-unwritable", "at-train", lambda c: ["copy", *TRAIN_COPY, "--run-dir", str(c.blocked() / "run")], X,
-        "blocker"),
+        "choose another --run-dir"),
     row("train-multi30k-run-dir-unwritable", "at-train",
-        lambda c: [*mt(c), "--run-dir", str(c.blocked() / "run")], X, "blocker"),
+        lambda c: [*mt(c), "--run-dir", str(c.blocked() / "run")], X, "choose another --run-dir"),
     # resume
     row("train-resume-truncated-latest-falls-back", "at-train",
         lambda c: (resumable(c, lambda r: truncate(r / "ckpt_0000002.pt")), tr(c, "--resume", "--max-steps", "3"))[1],
