@@ -17,6 +17,7 @@ from .model import make_model, count_parameters
 from .train import Trainer, TrainingError, seed_everything
 from .data import warn
 from .data import atomic_write, new_directory
+from .checkpoint import check_writable
 from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics, RUN_FILE
 from .evaluation import score_corpus
 
@@ -275,7 +276,7 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
     if not isinstance(workers, int) or workers < 1: raise ValueError(f"workers={workers}: expected an integer >= 1")
     out = Path(out)
     with new_directory(out):  # a grid that cannot start (no data, a settings clash) leaves no new directory
-        out.mkdir(parents=True, exist_ok=True)
+        check_writable(out, "--out")  # one line, not a bare OSError, when --out is under a file or read-only
         _check_settings(out, s)
         csv_path = out / "table3.csv"
         if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")

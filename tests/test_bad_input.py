@@ -523,7 +523,7 @@ ROWS = [
     row("variations-precision-xx", "at-variations", lambda c: va(c, "--precision", "xx"), 2, "--precision"),
     row("variations-rows-unknown", "at-variations", lambda c: va(c, rows=("nope",)), 2, "nope"),
     # the output directory and what is already in it
-    row("variations-out-under-a-file", "at-variations", lambda c: va(c, out=c.blocked() / "grid"), X, ("--out", "blocker")),
+    row("variations-out-under-a-file", "at-variations", lambda c: va(c, out=c.blocked() / "grid"), X, "choose another --out"),
     row("variations-out-is-a-file", "at-variations", lambda c: va(c, out=c.blocked("grid.txt")), X, ("--out", "grid.txt")),
     row("variations-settings-differ", "at-variations", lambda c: [*grid_with(c, table3()), "--steps", "3"], X,
         "settings.json"),
