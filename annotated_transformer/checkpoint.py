@@ -16,10 +16,10 @@ from .rnn import RNNConfig, make_rnn
 from .chart import ChartConfig, ChartParser
 
 # %% auto #0
-__all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'check_writable', 'list_checkpoints', 'make_checkpoint', 'state_checksum',
-           'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'verify_checkpoint',
-           'newest_checkpoint', 'find_checkpoint', 'load_checkpoint', 'checkpoint_kind', 'config_for',
-           'model_from_config', 'load_model', 'save_model', 'average_checkpoints', 'average_last']
+__all__ = ['FORMAT', 'CKPT_RE', 'CheckpointError', 'check_writable', 'list_checkpoints', 'check_new_run', 'make_checkpoint',
+           'state_checksum', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
+           'verify_checkpoint', 'newest_checkpoint', 'find_checkpoint', 'load_checkpoint', 'checkpoint_kind',
+           'config_for', 'model_from_config', 'load_model', 'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/07a_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
@@ -44,6 +44,13 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     "Checkpoints of a run, oldest first."
     found = [(int(m.group(1)), p) for p in Path(run_dir).glob("ckpt_*.pt") if (m := CKPT_RE.match(p.name))]
     return [p for _, p in sorted(found)]
+
+def check_new_run(run_dir: str | Path) -> None:
+    "A new run (no `--resume`) refuses a directory that holds a run's checkpoints: its metrics would mix with that run's, and `keep_last` keeps the highest steps, the old run's."
+    run_dir = Path(run_dir)
+    held = list_checkpoints(run_dir) + [p for p in [run_dir / "best.pt"] if p.is_file()] if run_dir.is_dir() else []
+    if held: raise CheckpointError(f"{run_dir} already holds a run's checkpoints ({', '.join(p.name for p in held[-3:])}): "
+                                   "continue it with --resume, or choose another --run-dir")
 
 def make_checkpoint(model: nn.Module | dict, # a model with a `cfg`, or its `state_dict()`
                     model_config: dict | None = None, # `asdict` of its config (None: `asdict(model.cfg)`)
@@ -82,7 +89,8 @@ def save_checkpoint(state: dict, run_dir: str | Path, step: int, keep_last: int 
     run_dir = Path(run_dir)
     path = write_checkpoint(state, run_dir / f"ckpt_{step:07d}.pt")
     atomic_write(run_dir / "latest", path.name + "\n")
-    for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []: old.unlink(missing_ok=True)
+    for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []:
+        if old != path: old.unlink(missing_ok=True)  # never the one just written, whatever steps lie beside it
     return path
 
 # %% ../nbs/07a_checkpoint.ipynb #32758155

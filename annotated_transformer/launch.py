@@ -14,7 +14,7 @@ from .chart import ChartConfig
 from .data import atomic_write, new_directory
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
-from .checkpoint import CheckpointError, model_from_config, newest_checkpoint
+from .checkpoint import CheckpointError, check_new_run, model_from_config, newest_checkpoint
 from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
 from .train import Trainer, seed_everything
 from .distributed import init_distributed, cleanup_distributed
@@ -95,7 +95,7 @@ def run_task(task: str, # a name of `TASKS`
     with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():  # lock_run creates it; a run that fails before writing anything leaves none
         if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
         try:
-            resume = resume_point(task, tcfg.run_dir) if tcfg.resume else None
+            resume = resume_point(task, tcfg.run_dir) if tcfg.resume else check_new_run(tcfg.run_dir)  # None, or refused before the data is built
             if resume and resume[1].get("step", 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
                 print(f"{resume[0]}: the run already reached step {resume[1]['step']} of --max-steps {tcfg.max_steps}; nothing to do "
                       "(raise --max-steps to train further)", flush=True)

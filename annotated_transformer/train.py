@@ -19,7 +19,7 @@ from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward
 from .data import warn
-from .checkpoint import make_checkpoint, CheckpointError, check_writable, save_checkpoint, newest_checkpoint, write_checkpoint
+from .checkpoint import make_checkpoint, CheckpointError, check_writable, check_new_run, save_checkpoint, newest_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0
@@ -138,7 +138,9 @@ class Trainer:
         self.run_dir = Path(cfg.run_dir)
         ok, error = torch.tensor([1.0]), None
         if self.is_main:
-            try: check_writable(self.run_dir)
+            try:
+                check_writable(self.run_dir)
+                if not cfg.resume: check_new_run(self.run_dir)  # a new run never mixes with one already there
             except CheckpointError as e: ok[0], error = 0.0, e
         if _all_reduce(ok)[0] < self.world_size:  # every rank fails together instead of hanging
             raise error if self.is_main else TrainingError(f"rank 0 cannot write to {str(self.run_dir)!r}")
@@ -159,6 +161,8 @@ class Trainer:
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
         resumed = bool(cfg.resume and self.resume())
+        if self.is_main and not resumed and self.metrics_path.is_file():  # lines of a run stopped before its first checkpoint:
+            self.metrics_path.unlink()  # their steps are lost, as `resume` drops the lines after its checkpoint
         self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
         chunked = loss == "chunked" and objective is None
         self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if chunked else None

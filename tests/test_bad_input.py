@@ -333,6 +333,8 @@ ROWS = [
     row("train-resume-every-checkpoint-truncated", "at-train",
         lambda c: (resumable(c, lambda r: [truncate(p) for p in r.glob("ckpt_*.pt")]), tr(c, "--resume"))[1], X,
         ("ckpt_0000001.pt", "ckpt_0000002.pt")),
+    row("train-new-run-over-a-run", "at-train", lambda c: (resumable(c), tr(c, "--max-steps", "3"))[1], X,
+        "continue it with --resume, or choose another --run-dir"),  # not a new run mixed into the old one's metrics and checkpoints
     row("train-resume-another-model", "at-train",
         lambda c: (resumable(c), tr(c, "--resume", "--max-steps", "3", "--d-model", "32"))[1], X, "model config"),
     # data (multi30k layout)
