@@ -202,9 +202,10 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     t0 = time.perf_counter(); out = trainer.fit(); train_s = time.perf_counter() - t0
     if out.get("finished"):  # trained to the end before, stopped while it was scored: score it now
         out = dict(out, **trainer.evaluate(), loss=[r["loss"] for r in read_metrics(run_dir) if "loss" in r][-1])
-    if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
-    if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV
+    if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run
+        # stopped before its first metrics record has no training time to read)
         raise KeyboardInterrupt(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}")
+    if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
     model = trainer.model.eval()
     bleu = score_corpus(model, data.tokenizer, data.valid, s.beam_size, s.alpha)
     return dict(row=row.name, group=row.group, seed=s.seed, changed=_changed(scale_config(paper_config(row), s.width, s.depth),

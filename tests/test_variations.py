@@ -173,6 +173,20 @@ def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monke
     assert again["train_seconds"] == round(read_metrics(tmp_path / "cut")[-1]["train_s"], 1) > 0
 
 
+def test_resumed_row_stopped_before_its_first_record(shared_data, tmp_path, monkeypatch):
+    """A row resumed from a checkpoint and stopped again before it logged anything (no metrics.jsonl yet: a grid of 8,000 steps logs
+    every 400) is reported as stopped, not as a FileNotFoundError from reading its training time."""
+    from annotated_transformer import variations as V
+    s = replace(TINY, steps=6, precision="fp32")
+    data = V.prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
+    with monkeypatch.context() as m:
+        _stop_at(m, 2)
+        with pytest.raises(KeyboardInterrupt): V.train_row(ROWS["base"], data, s, tmp_path / "cut")
+    (tmp_path / "cut" / "metrics.jsonl").unlink()  # as if the first part had stopped before its first record
+    monkeypatch.setattr(V.Trainer, "fit", lambda self: dict(stopped_by="SIGTERM", step=self.step))
+    with pytest.raises(KeyboardInterrupt, match=r"stopped by SIGTERM at step [23] of 6"): V.train_row(ROWS["base"], data, s, tmp_path / "cut")
+    assert list((tmp_path / "cut").glob("ckpt_*.pt"))  # its checkpoint is kept for the next resume
+
 def test_grid_keeps_an_unfinished_row(shared_data, tmp_path, monkeypatch, capsys):
     "run_grid stopped in the middle of a row continues that row's run directory when run again, instead of deleting it."
     out, s = tmp_path / "grid", replace(TINY, steps=6, precision="fp32")
