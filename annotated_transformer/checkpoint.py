@@ -45,10 +45,17 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     found = [(int(m.group(1)), p) for p in Path(run_dir).glob("ckpt_*.pt") if (m := CKPT_RE.match(p.name))]
     return [p for _, p in sorted(found)]
 
-def check_new_run(run_dir: str | Path) -> None:
-    "A new run (no `--resume`) refuses a directory that holds a run's checkpoints: its metrics would mix with that run's, and `keep_last` keeps the highest steps, the old run's."
+def check_new_run(run_dir: str | Path, # where a run is about to start from step 0
+                  resuming: bool = False, # `--resume` was asked but found no ckpt_*.pt to continue from
+                 ) -> None:
+    """A new run refuses a directory that holds a run's checkpoints: its metrics would mix with that run's, and `keep_last` keeps
+    the highest steps, the old run's. With `--resume` and nothing to continue from, a `best.pt` alone is refused too: a new run
+    would overwrite that run's best model at its first evaluation."""
     run_dir = Path(run_dir)
     held = list_checkpoints(run_dir) + [p for p in [run_dir / "best.pt"] if p.is_file()] if run_dir.is_dir() else []
+    if held and resuming:
+        raise CheckpointError(f"{run_dir} holds best.pt but no ckpt_*.pt to continue from (--resume): a new run there would overwrite "
+                              "that best model; choose another --run-dir, or move best.pt away to start afresh")
     if held: raise CheckpointError(f"{run_dir} already holds a run's checkpoints ({', '.join(p.name for p in held[-3:])}): "
                                    "continue it with --resume, or choose another --run-dir")
 

@@ -116,7 +116,7 @@ class TrainConfig:
     save_every: int = 1000  # optimizer steps between checkpoints (0: only at the end)
     keep_last: int = 5  # checkpoints to keep (the paper averages the last 5 for base, 20 for big)
     run_dir: str = "runs/run"  # checkpoints, metrics.jsonl, run.json and the tokenizer go here
-    resume: bool = False  # continue the run in run_dir from its newest intact checkpoint
+    resume: bool = False  # continue the run in run_dir from its newest intact checkpoint (without it, a run_dir holding one is refused)
     keep_best: str = ""  # a validation metric (higher is better, e.g. val_f1): keep the checkpoint where it peaked as run_dir/best.pt
     progress: bool = True  # show a tqdm progress bar (rank 0)
 

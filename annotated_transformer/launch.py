@@ -32,7 +32,7 @@ def resume_point(task: str, # the task being trained
                 ) -> tuple[Path, dict] | None:
     "The checkpoint `--resume` continues from, read before anything is touched; one of another task is an error naming both."
     found = newest_checkpoint(run_dir) if Path(run_dir).is_dir() else None
-    if found is None: return None
+    if found is None: return check_new_run(run_dir, resuming=True)  # None, unless a best.pt alone is there to be overwritten
     path, ck, _ = found
     was = ck.get("extra", {}).get("task")
     if was and was != task:

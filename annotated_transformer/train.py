@@ -19,7 +19,7 @@ from .optim import make_optimizer_and_scheduler
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward
 from .data import warn
-from .checkpoint import make_checkpoint, CheckpointError, check_writable, check_new_run, save_checkpoint, newest_checkpoint, write_checkpoint
+from .checkpoint import make_checkpoint, CheckpointError, check_writable, check_new_run, list_checkpoints, save_checkpoint, newest_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0
@@ -141,6 +141,7 @@ class Trainer:
             try:
                 check_writable(self.run_dir)
                 if not cfg.resume: check_new_run(self.run_dir)  # a new run never mixes with one already there
+                elif not list_checkpoints(self.run_dir): check_new_run(self.run_dir, resuming=True)  # nor overwrites a best.pt
             except CheckpointError as e: ok[0], error = 0.0, e
         if _all_reduce(ok)[0] < self.world_size:  # every rank fails together instead of hanging
             raise error if self.is_main else TrainingError(f"rank 0 cannot write to {str(self.run_dir)!r}")

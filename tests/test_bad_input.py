@@ -335,6 +335,10 @@ ROWS = [
         ("ckpt_0000001.pt", "ckpt_0000002.pt")),
     row("train-new-run-over-a-run", "at-train", lambda c: (resumable(c), tr(c, "--max-steps", "3"))[1], X,
         "continue it with --resume, or choose another --run-dir"),  # not a new run mixed into the old one's metrics and checkpoints
+    row("train-resume-over-a-best-model-only", "at-train",  # no ckpt_*.pt to continue: a new run would overwrite best.pt
+        lambda c: (resumable(c, lambda r: [p.unlink() if i else p.rename(r / "best.pt")
+                                           for i, p in enumerate(sorted(r.glob("ckpt_*.pt"))[::-1])]),
+                   tr(c, "--resume", "--max-steps", "3"))[1], X, "best.pt"),
     row("train-resume-another-model", "at-train",
         lambda c: (resumable(c), tr(c, "--resume", "--max-steps", "3", "--d-model", "32"))[1], X, "model config"),
     # data (multi30k layout)

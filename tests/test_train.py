@@ -176,6 +176,17 @@ def test_unwritable_checkpoint_dir_fails_at_start(tmp_path):
         make_trainer(blocker / "run")
 
 
+def test_a_trainer_never_starts_over_a_run(tmp_path):
+    "The Python API refuses as at-train does: a new run over a run's checkpoints, and --resume over a best.pt with no ckpt_*.pt."
+    run = tmp_path / "run"
+    make_trainer(run, max_steps=2, save_every=2).fit()
+    with pytest.raises(CheckpointError, match="continue it with --resume"): make_trainer(run)
+    last = list_checkpoints(run)[-1]; last.rename(run / "best.pt"); kept = (run / "best.pt").read_bytes()
+    for p in list_checkpoints(run): p.unlink()
+    with pytest.raises(CheckpointError, match=r"no ckpt_\*\.pt to continue from"): make_trainer(run, resume=True)
+    assert (run / "best.pt").read_bytes() == kept
+    make_trainer(tmp_path / "fresh", resume=True)  # --resume where nothing was trained starts the run
+
 def test_validation_and_metrics_file(tmp_path):
     tr = make_trainer(tmp_path, max_steps=4, eval_every=2, val=True)
     out = tr.fit()
