@@ -144,7 +144,7 @@ class Trainer:
                 elif not list_checkpoints(self.run_dir): check_new_run(self.run_dir, resuming=True)  # nor overwrites a best.pt
             except CheckpointError as e: ok[0], error = 0.0, e
         if _all_reduce(ok)[0] < self.world_size:  # every rank fails together instead of hanging
-            raise error if self.is_main else TrainingError(f"rank 0 cannot write to {str(self.run_dir)!r}")
+            raise error if self.is_main else TrainingError(f"rank 0 refused run_dir {str(self.run_dir)!r} (not writable, or another run's; its error says which)")
         local = ("run_dir", "progress")  # only rank 0 writes and shows progress
         check_ranks_agree(dict({k: v for k, v in asdict(cfg).items() if k not in local}, **{f"model.{k}": v for k, v in asdict(model.cfg).items()},
                                n_parameters=sum(p.numel() for p in model.parameters()),

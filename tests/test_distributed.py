@@ -29,6 +29,14 @@ def test_disagreeing_ranks_fail_with_the_field():
         launch_local(_disagreeing_demo, 2)
 
 
+def test_ranks_refuse_another_runs_directory_together(tmp_path):
+    "A new DDP run over a run's checkpoints fails on every rank at once: rank 0 names why, the others point to rank 0 (no hang)."
+    from annotated_transformer.checkpoint import list_checkpoints
+    ddp_copy_run(steps=1, run_dir=str(tmp_path))  # one process leaves a run (its final checkpoint) in tmp_path
+    assert list_checkpoints(tmp_path)
+    with pytest.raises(RuntimeError, match=r"rank 0: .*continue it with --resume.*; rank 1: TrainingError: rank 0 refused run_dir"):
+        launch_local(ddp_copy_run, 2, 1, 4, str(tmp_path))
+
 def test_single_process_without_torchrun():
     info = init_distributed("cpu")
     assert (info.rank, info.world_size, info.is_main) == (0, 1, True)
