@@ -13,6 +13,7 @@
     python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
     python tools/chart_study.py decode RUN OTHER # decoding.json: dev F1 of decoding choices on RUN's span scores, and RUN with OTHER averaged
     python tools/chart_study.py ensemble RUN...  # ensemble.json: dev F1 of each of two or more runs alone, of every pair, and of all together
+                                                 # (--out NAME.json after the runs: another file under results/ptb-chart/)
     python tools/chart_study.py test23-ensemble RUN...  # test23-ensemble.pred.txt and .json: section 23 parsed blind by an ensemble
 
 RUN (and OTHER) is a run directory (its best.pt is used) or, for every command but average, a checkpoint file such as the average that
@@ -328,7 +329,7 @@ def _load_same_vocab(command: str, runs) -> tuple[list, object]:
     try: return load_parsers([_best(r) for r in runs])
     except CheckpointError as e: sys.exit(f"chart_study.py {command}: {e}")
 
-def ensemble(*runs: str):
+def ensemble(*runs: str, out_name: str = "ensemble.json"):
     """Ensembles on section 22: each run alone, every pair, and (three or more runs) all of them, each ensemble CKY on the mean of its
     members' label log-probabilities, as the last row of `decode`. The runs may differ in size and precision; they must share the
     vocabulary (the same training trees and word features)."""
@@ -342,8 +343,8 @@ def ensemble(*runs: str):
     for m, (g_m, g, t) in sums.items():
         rows.append(dict(members=[str(_best(runs[i])) for i in m], **{k: v for k, v in bracket_prf(g_m, g, t).items() if k in ("f1", "precision", "recall")}))
         print(len(m), rows[-1], flush=True)
-    atomic_write(OUT / "ensemble.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
-                 command="python tools/chart_study.py ensemble " + " ".join(runs), rows=rows, seconds=round(seconds, 1),
+    atomic_write(OUT / out_name, json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
+                 command="python tools/chart_study.py ensemble " + " ".join(runs) + ("" if out_name == "ensemble.json" else f" --out {out_name}"), rows=rows, seconds=round(seconds, 1),
                  hardware=hardware()), indent=1) + "\n")
 
 COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
@@ -356,6 +357,12 @@ def main(argv: list[str]) -> None:
     if not argv or argv[0] not in COMMANDS:
         sys.exit(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {argv[0] if argv else 'nothing'!r}")
     (fn, n), args = COMMANDS[argv[0]], argv[1:]
+    kw = {}
+    if argv[0] == "ensemble" and "--out" in args:  # ensemble RUN... --out NAME.json: another results file than ensemble.json
+        i = args.index("--out")
+        if i != len(args) - 2 or Path(args[-1]).name != args[-1] or not args[-1].endswith(".json"):
+            sys.exit(f"chart_study.py ensemble: --out expects one file name NAME.json after the runs (written under {OUT}); got {args[i + 1:]}")
+        kw, args = dict(out_name=args[-1]), args[:-2]
     if len(args) != n and not (n < 0 and len(args) >= -n):
         what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints",
                 -2: "two or more run directories or checkpoints"}[n]
@@ -368,7 +375,7 @@ def main(argv: list[str]) -> None:
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     OUT.mkdir(parents=True, exist_ok=True)
     from annotated_transformer.checkpoint import CheckpointError
-    try: fn(*args)
+    try: fn(*args, **kw)
     except CheckpointError as e: sys.exit(f"chart_study.py {argv[0]}: {e}")  # a damaged or foreign checkpoint: one line
 
 if __name__ == "__main__": main(sys.argv[1:])
