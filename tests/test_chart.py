@@ -174,3 +174,26 @@ def test_chart_batch_equals_the_cell_by_cell_reference(subwords):
     if not subwords: assert batch.chars.size(2) == 20  # the long word's characters are cut at max_chars
     bare = chart_batch(vocab, [["unseen", "words"], ["x"]])
     assert bare.gold is None and bare.words.tolist()[1][:3] == [2, 1, 3]
+
+
+@pytest.mark.parametrize("args, says", [
+    ([], "expected a command"),
+    (["nonsense"], "expected a command"),
+    (["test23"], "expected RUN"),
+    (["test23-ensemble", "RUN"], "expected two or more"),
+    (["dev", "RUN", "--out", "x.json"], "--out is an option of ensemble, test23, test23-ensemble only"),
+    (["test23", "RUN", "--out", "x.txt"], "--out expects one file name NAME.json"),
+    (["test23", "RUN", "--out", "sub/x.json"], "--out expects one file name NAME.json"),
+    (["ensemble", "RUN", "--out", "x.json", "RUN"], "--out expects one file name NAME.json"),
+    (["test23", "missing-run"], "missing-run: not a run directory or checkpoint file"),
+    (["average", "RUN"], "no best.pt"),
+])
+def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, args, says):
+    "tools/chart_study.py, the script behind 13c's results: a bad command, count, --out or run directory is one line, exit 1, nothing written."
+    import subprocess, sys
+    from pathlib import Path
+    (tmp_path / "RUN").mkdir()
+    script = Path(__file__).resolve().parents[1] / "tools" / "chart_study.py"
+    r = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["RUN"]  # no results/ptb-chart made

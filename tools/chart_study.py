@@ -13,8 +13,10 @@
     python tools/chart_study.py step-speed       # step_speed.json: the preset's training step, fast paths against readable ones
     python tools/chart_study.py decode RUN OTHER # decoding.json: dev F1 of decoding choices on RUN's span scores, and RUN with OTHER averaged
     python tools/chart_study.py ensemble RUN...  # ensemble.json: dev F1 of each of two or more runs alone, of every pair, and of all together
-                                                 # (--out NAME.json after the runs: another file under results/ptb-chart/)
     python tools/chart_study.py test23-ensemble RUN...  # test23-ensemble.pred.txt and .json: section 23 parsed blind by an ensemble
+
+ensemble, test23 and test23-ensemble take --out NAME.json after their runs: another file under results/ptb-chart/ than their own (and,
+for the two test23 commands, NAME.pred.txt beside it), so that the files the notebooks cite stay as they are.
 
 RUN (and OTHER) is a run directory (its best.pt is used) or, for every command but average, a checkpoint file such as the average that
 `average` chose. Predicted trees of section 22 hold the treebank's words (LDC): they stay under runs/, out of the repository. Section 23 has
@@ -201,27 +203,28 @@ def speed(run: str, n: int = 300, threads: int = 1):
     atomic_write(OUT / "speed.json", json.dumps(dict(split="dev (section 22), first sentences", threads=threads, rows=rows,
                                                      hardware=hardware()), indent=1) + "\n")
 
-def test23(run: str):
-    "The blind parse of section 23's words, in order, with the chosen checkpoint; its record."
+def test23(run: str, out_name: str = "test23.json"):
+    "The blind parse of section 23's words, in order, with the chosen checkpoint: NAME.pred.txt beside its record NAME.json."
     ck = _best(run)
     model, vocab = load_parser(ck)
     sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(model))
     t0 = time.perf_counter(); trees = [t for t, _ in parse(model, vocab, sents, batch_size=64)]; dt = time.perf_counter() - t0
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
-    atomic_write(OUT / "test23.pred.txt", "".join(str(t) + "\n" for t in trees))
+    pred = _pred_name(out_name)
+    atomic_write(OUT / pred, "".join(str(t) + "\n" for t in trees))
     step = find_checkpoint(ck)[1]["step"]
-    meta = dict(command=f"python tools/chart_study.py test23 {run}  (at-parse --checkpoint {ck} --input {DATA}/ptb/test_23.words "
-                        f"--output {OUT}/test23.pred.txt gives the same trees)",
+    meta = dict(command=f"python tools/chart_study.py test23 {run}{_out_arg(out_name, 'test23.json')}  (at-parse --checkpoint {ck} "
+                        f"--input {DATA}/ptb/test_23.words --output {OUT}/{pred} gives the same trees)",
                 checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=step, sentences=len(trees), seconds=round(dt, 1),
                 preterminals="XX", hardware=hardware(),
                 note="blind: section 23 gold trees are not available to the project; the checkpoint was chosen by dev F1 (section 22)")
-    atomic_write(OUT / "test23.json", json.dumps(meta, indent=1) + "\n")
+    atomic_write(OUT / out_name, json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
 
-def test23_ensemble(*runs: str):
+def test23_ensemble(*runs: str, out_name: str = "test23-ensemble.json"):
     """The blind parse of section 23's words by an ensemble of two or more runs (the package's `chart_parse` of a list of parsers: CKY
     on the mean of their label log-probabilities, as `ensemble` scores it on section 22), beside the single model's:
-    test23-ensemble.pred.txt and test23-ensemble.json. `at-parse --checkpoint RUN RUN ...` parses the same way."""
+    NAME.pred.txt and NAME.json (test23-ensemble by default). `at-parse --checkpoint RUN RUN ...` parses the same way."""
     from annotated_transformer.chart import chart_parse
     models, vocab = _load_same_vocab("test23-ensemble", runs)
     sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(models))
@@ -229,13 +232,13 @@ def test23_ensemble(*runs: str):
     trees = chart_parse(models, vocab, sents)
     dt = time.perf_counter() - t0
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
-    atomic_write(OUT / "test23-ensemble.pred.txt", "".join(str(t) + "\n" for t in trees))
+    atomic_write(OUT / _pred_name(out_name), "".join(str(t) + "\n" for t in trees))
     cks = [_best(r) for r in runs]
-    meta = dict(command="python tools/chart_study.py test23-ensemble " + " ".join(runs), checkpoints=[str(c) for c in cks],
+    meta = dict(command="python tools/chart_study.py test23-ensemble " + " ".join(runs) + _out_arg(out_name, "test23-ensemble.json"), checkpoints=[str(c) for c in cks],
                 checkpoint_sha256=[_sha(c) for c in cks], steps=[find_checkpoint(c)[1]["step"] for c in cks], sentences=len(trees),
                 seconds=round(dt, 1), preterminals="XX", hardware=hardware(),
                 note="blind: section 23 gold trees are not available to the project; the ensemble was chosen by dev F1 (section 22, ensemble.json)")
-    atomic_write(OUT / "test23-ensemble.json", json.dumps(meta, indent=1) + "\n")
+    atomic_write(OUT / out_name, json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
 
 def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
@@ -324,6 +327,9 @@ def _dev_sums(vocab, models, variants: dict) -> tuple[dict, float]:
                 for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
     return sums, time.perf_counter() - t0
 
+def _pred_name(out_name: str) -> str: return out_name[:-len(".json")] + ".pred.txt"  # NAME.json's trees: NAME.pred.txt
+def _out_arg(out_name: str, default: str) -> str: return "" if out_name == default else f" --out {out_name}"  # as the command line had it
+
 def _load_same_vocab(command: str, runs) -> tuple[list, object]:
     "The runs' parsers and their one vocabulary (`load_parsers`: chart parsers of the same training trees and word features), or the command stops with one line."
     try: return load_parsers([_best(r) for r in runs])
@@ -344,13 +350,14 @@ def ensemble(*runs: str, out_name: str = "ensemble.json"):
         rows.append(dict(members=[str(_best(runs[i])) for i in m], **{k: v for k, v in bracket_prf(g_m, g, t).items() if k in ("f1", "precision", "recall")}))
         print(len(m), rows[-1], flush=True)
     atomic_write(OUT / out_name, json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
-                 command="python tools/chart_study.py ensemble " + " ".join(runs) + ("" if out_name == "ensemble.json" else f" --out {out_name}"), rows=rows, seconds=round(seconds, 1),
+                 command="python tools/chart_study.py ensemble " + " ".join(runs) + _out_arg(out_name, "ensemble.json"), rows=rows, seconds=round(seconds, 1),
                  hardware=hardware()), indent=1) + "\n")
 
 COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example": (example, 1), "seq2seq-trees": (seq2seq_trees, 0), "breakdown": (breakdown, 0),
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
             "step-speed": (step_speed, 0), "decode": (decode, 2), "ensemble": (ensemble, -2),
             "test23-ensemble": (test23_ensemble, -2)}  # name -> (function, RUN arguments; -2: two or more)
+OUT_NAMED = ("ensemble", "test23", "test23-ensemble")  # the commands that take --out NAME.json
 
 def main(argv: list[str]) -> None:
     "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
@@ -358,10 +365,12 @@ def main(argv: list[str]) -> None:
         sys.exit(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {argv[0] if argv else 'nothing'!r}")
     (fn, n), args = COMMANDS[argv[0]], argv[1:]
     kw = {}
-    if argv[0] == "ensemble" and "--out" in args:  # ensemble RUN... --out NAME.json: another results file than ensemble.json
+    if "--out" in args:  # COMMAND RUN... --out NAME.json: another results file than the command's own (test23*: and NAME.pred.txt)
         i = args.index("--out")
-        if i != len(args) - 2 or Path(args[-1]).name != args[-1] or not args[-1].endswith(".json"):
-            sys.exit(f"chart_study.py ensemble: --out expects one file name NAME.json after the runs (written under {OUT}); got {args[i + 1:]}")
+        if argv[0] not in OUT_NAMED:
+            sys.exit(f"chart_study.py {argv[0]}: --out is an option of {', '.join(OUT_NAMED)} only")
+        if i != len(args) - 2 or Path(args[-1]).name != args[-1] or not args[-1].endswith(".json") or args[-1] == ".json":
+            sys.exit(f"chart_study.py {argv[0]}: --out expects one file name NAME.json after the runs (written under {OUT}); got {args[i + 1:]}")
         kw, args = dict(out_name=args[-1]), args[:-2]
     if len(args) != n and not (n < 0 and len(args) >= -n):
         what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints",
