@@ -176,6 +176,16 @@ def test_chart_batch_equals_the_cell_by_cell_reference(subwords):
     assert bare.gold is None and bare.words.tolist()[1][:3] == [2, 1, 3]
 
 
+def _chart_study():
+    "tools/chart_study.py as a module (it is a script, not part of the package), so its command line is checked in this process."
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("chart_study", Path(__file__).resolve().parents[1] / "tools" / "chart_study.py")
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+_RECORDS = {"dev22.json": "{}\n", "decoding.json": '{"command": "python tools/chart_study.py decode runs/a runs/b"}\n'}  # other commands' files
+
 @pytest.mark.parametrize("args, says", [
     ([], "expected a command"),
     (["nonsense"], "expected a command"),
@@ -185,15 +195,25 @@ def test_chart_batch_equals_the_cell_by_cell_reference(subwords):
     (["test23", "RUN", "--out", "x.txt"], "--out expects one file name NAME.json"),
     (["test23", "RUN", "--out", "sub/x.json"], "--out expects one file name NAME.json"),
     (["ensemble", "RUN", "--out", "x.json", "RUN"], "--out expects one file name NAME.json"),
+    (["test23", "RUN", "--out", "dev22.json"], "results/ptb-chart/dev22.json is not a record of chart_study.py test23"),
+    (["ensemble", "RUN", "RUN", "--out", "decoding.json"], "results/ptb-chart/decoding.json is not a record of chart_study.py ensemble"),
     (["test23", "missing-run"], "missing-run: not a run directory or checkpoint file"),
     (["average", "RUN"], "no best.pt"),
+    (["test23", "EMPTY.pt"], "chart_study.py test23: "),  # a damaged checkpoint: found only when it is read
+    (["test23-ensemble", "RUN", "EMPTY.pt"], "chart_study.py test23-ensemble: "),
 ])
-def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, args, says):
-    "tools/chart_study.py, the script behind 13c's results: a bad command, count, --out or run directory is one line, exit 1, nothing written."
-    import subprocess, sys
-    from pathlib import Path
-    (tmp_path / "RUN").mkdir()
-    script = Path(__file__).resolve().parents[1] / "tools" / "chart_study.py"
-    r = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["RUN"]  # no results/ptb-chart made
+def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatch, args, says):
+    """tools/chart_study.py, the script behind 13c's results: a bad command, count, --out, run directory or checkpoint is one line,
+    exit 1, nothing written, no folder left behind; --out never overwrites another command's results file."""
+    (tmp_path / "RUN").mkdir(); (tmp_path / "EMPTY.pt").write_bytes(b"")
+    if "--out" in args and args[-1] in _RECORDS:
+        (tmp_path / "results" / "ptb-chart").mkdir(parents=True); (tmp_path / "results" / "ptb-chart" / args[-1]).write_text(_RECORDS[args[-1]])
+    before = sorted(str(p.relative_to(tmp_path)) + ":" + (p.read_text() if p.is_file() else "") for p in tmp_path.rglob("*"))
+    mod, threads = _chart_study(), torch.get_num_threads()
+    monkeypatch.chdir(tmp_path)
+    try:
+        with pytest.raises(SystemExit) as e: mod.main(args)
+    finally: torch.set_num_threads(threads)  # main sets the thread count from OMP_NUM_THREADS once the command line is good
+    said = str(e.value.code)
+    assert says in said and "\n" not in said and said.startswith("chart_study.py"), said  # sys.exit(message): exit status 1
+    assert sorted(str(p.relative_to(tmp_path)) + ":" + (p.read_text() if p.is_file() else "") for p in tmp_path.rglob("*")) == before

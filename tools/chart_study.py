@@ -357,6 +357,12 @@ COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example"
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
             "step-speed": (step_speed, 0), "decode": (decode, 2), "ensemble": (ensemble, -2),
             "test23-ensemble": (test23_ensemble, -2)}  # name -> (function, RUN arguments; -2: two or more)
+def _written_by(path: Path) -> str | None:
+    "The chart_study.py command that wrote a results file, read from the command line it records; None for any other file."
+    try: words = json.loads(path.read_text()).get("command", "").split()
+    except (OSError, ValueError, AttributeError): return None
+    return words[2] if len(words) > 2 and words[1].endswith("chart_study.py") else None
+
 OUT_NAMED = ("ensemble", "test23", "test23-ensemble")  # the commands that take --out NAME.json
 
 def main(argv: list[str]) -> None:
@@ -371,6 +377,8 @@ def main(argv: list[str]) -> None:
             sys.exit(f"chart_study.py {argv[0]}: --out is an option of {', '.join(OUT_NAMED)} only")
         if i != len(args) - 2 or Path(args[-1]).name != args[-1] or not args[-1].endswith(".json") or args[-1] == ".json":
             sys.exit(f"chart_study.py {argv[0]}: --out expects one file name NAME.json after the runs (written under {OUT}); got {args[i + 1:]}")
+        if (OUT / args[-1]).exists() and _written_by(OUT / args[-1]) != argv[0]:  # never overwrite another command's results
+            sys.exit(f"chart_study.py {argv[0]}: --out {args[-1]}: {OUT / args[-1]} is not a record of chart_study.py {argv[0]}; choose another name")
         kw, args = dict(out_name=args[-1]), args[:-2]
     if len(args) != n and not (n < 0 and len(args) >= -n):
         what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints",
@@ -382,9 +390,13 @@ def main(argv: list[str]) -> None:
     if argv[0] == "average" and not (Path(args[0]) / "best.pt").is_file():
         sys.exit(f"chart_study.py average: {args[0]}: no best.pt (expected a run directory of at-train ptb-chart)")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    made = [d for d in (OUT, *OUT.parents) if not d.exists()]  # the folders this command makes, innermost first
     OUT.mkdir(parents=True, exist_ok=True)
-    from annotated_transformer.checkpoint import CheckpointError
     try: fn(*args, **kw)
     except CheckpointError as e: sys.exit(f"chart_study.py {argv[0]}: {e}")  # a damaged or foreign checkpoint: one line
+    finally:  # a command that stopped before writing anything leaves no empty folders behind
+        for d in made:
+            if any(d.iterdir()): break
+            d.rmdir()
 
 if __name__ == "__main__": main(sys.argv[1:])
