@@ -208,7 +208,9 @@ def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatc
     (tmp_path / "RUN").mkdir(); (tmp_path / "EMPTY.pt").write_bytes(b"")
     if "--out" in args and args[-1] in _RECORDS:
         (tmp_path / "results" / "ptb-chart").mkdir(parents=True); (tmp_path / "results" / "ptb-chart" / args[-1]).write_text(_RECORDS[args[-1]])
-    before = sorted(str(p.relative_to(tmp_path)) + ":" + (p.read_text() if p.is_file() else "") for p in tmp_path.rglob("*"))
+    def listing():  # every path under tmp_path, with each file's text: what the command must leave as it found it
+        return sorted(str(p.relative_to(tmp_path)) + ":" + (p.read_text() if p.is_file() else "") for p in tmp_path.rglob("*"))
+    before = listing()
     mod, threads = _chart_study(), torch.get_num_threads()
     monkeypatch.chdir(tmp_path)
     try:
@@ -216,4 +218,4 @@ def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatc
     finally: torch.set_num_threads(threads)  # main sets the thread count from OMP_NUM_THREADS once the command line is good
     said = str(e.value.code)
     assert says in said and "\n" not in said and said.startswith("chart_study.py"), said  # sys.exit(message): exit status 1
-    assert sorted(str(p.relative_to(tmp_path)) + ":" + (p.read_text() if p.is_file() else "") for p in tmp_path.rglob("*")) == before
+    assert listing() == before

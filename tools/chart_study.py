@@ -357,6 +357,7 @@ COMMANDS = {"dev": (dev, 1), "average": (average, 1), "fit": (fit, 1), "example"
             "speed": (speed, 1), "test23": (test23, 1), "experiments": (experiments, 0),
             "step-speed": (step_speed, 0), "decode": (decode, 2), "ensemble": (ensemble, -2),
             "test23-ensemble": (test23_ensemble, -2)}  # name -> (function, RUN arguments; -2: two or more)
+
 def _written_by(path: Path) -> str | None:
     "The chart_study.py command that wrote a results file, read from the command line it records; None for any other file."
     try: words = json.loads(path.read_text()).get("command", "").split()
