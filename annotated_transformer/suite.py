@@ -327,10 +327,13 @@ def ratio_rows(res: dict) -> list[dict]:
                 "nn.T. compiled", x["compiled_ratio"])
             row(f"train {prec} tokens/s, ours fast path vs nn.T. compiled", x["ours_fast"]["tok_per_s"],
                 x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["fast_ratio"])
+            if "ours_fast_eager" in x:  # runs stored before this variant was added lack it
+                row(f"train {prec} tokens/s, ours fast path eager vs nn.T. eager", x["ours_fast_eager"]["tok_per_s"],
+                    x["torch_eager"]["tok_per_s"], "nn.Transformer", x["fast_eager_ratio"])
             row(f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"], x["ours_eager"]["tok_per_s"],
                 "eager", x["compile_gain_ours"])
             if x.get("peak_tflops"):
-                for k in ("ours_eager", "ours_compiled", "ours_fast", "torch_eager", "torch_compiled"):
+                for k in (k for k in VARIANTS if k in x):  # a run stored before a variant was added lacks it
                     row(f"train TFLOP/s {prec}, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"])
         if "attention" in r:
             x = r["attention"]
@@ -419,7 +422,7 @@ def print_report(res: dict, file=None):
 def best_against_best(setting: dict, # one setting of `bench_compile`'s result: variant name -> its timings
                      ) -> dict: # each side's fastest variant, ours ÷ nn.Transformer between them, and each one's MFU
     "Our fastest variant against `nn.Transformer`'s fastest (compile time not counted), with the utilization of each."
-    best = lambda who: max((v for v in VARIANTS if v.startswith(who)), key=lambda v: setting[v]["tok_per_s"])
+    best = lambda who: max((v for v in VARIANTS if v.startswith(who) and v in setting), key=lambda v: setting[v]["tok_per_s"])  # a stored run may lack a newer variant
     o, t = best("ours"), best("torch")
     return dict(ours=o, torch=t, ratio=setting[o]["tok_per_s"] / setting[t]["tok_per_s"],
                 ours_mfu=setting[o].get("mfu"), torch_mfu=setting[t].get("mfu"))

@@ -24,7 +24,7 @@ from .evaluation import score_corpus
 # %% auto #0
 __all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'RUN_KEYS', 'ROW_FILE', 'PaperRow',
            'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'train_row', 'read_table', 'run_grid', 'metrics_file', 'run_record']
+           'GridSettings', 'train_row', 'read_table', 'run_grid', 'metrics_file', 'run_record', 'run_hardware']
 
 # %% ../nbs/12_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -329,6 +329,11 @@ def metrics_file(grid: str | Path, # a grid's output directory
 def run_record(grid: str | Path, row: str, seed: int | None) -> Path:
     "Where a grid keeps one run's `run.json` (its machine, device, command and commit): beside its metrics, ROW-seedN.run.json."
     return metrics_file(grid, row, seed).with_suffix(".run.json")
+
+def run_hardware(grid: str | Path, row: str, seed: int | None) -> dict | None:
+    "One run's machine (the `hardware` of its `run_record`), or None for a run that kept no run.json (a grid's first GPU runs)."
+    f = run_record(grid, row, seed)
+    return json.loads(f.read_text())["hardware"] if f.is_file() else None
 
 
 # %% ../nbs/12_variations.ipynb #ac988387

@@ -1,6 +1,6 @@
 "The benchmark harness of nbs/14_benchmarks and the suite of nbs/14a_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
 import json, math, pytest, torch
-from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, bench_compile, bench_loss, bench_adam, bench_decode, matmul_tflops
+from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, bench_compile, bench_loss, bench_adam, bench_decode, matmul_tflops, VARIANTS
 from annotated_transformer.suite import peak_tflops, bench_mfu, bench_memory, BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
 from annotated_transformer.cli import bench_main
 from annotated_transformer.decode import greedy_decode, beam_search
@@ -259,16 +259,19 @@ def test_cpu_flags_and_matmul_peak():
 
 @pytest.mark.slow
 def test_compile_benchmark_rows():
-    "All five variants (eager/compiled, ours/nn.Transformer, ours' fast path) run and the ratios are their quotients."
+    "All six variants (eager/compiled, ours/nn.Transformer, ours' fast path compiled and eager) run and the ratios are their quotients."
     cfg = bench_config("tiny"); b = random_batch(cfg, 4, 6)
     r = bench_compile(cfg, b, reps=1, warmup=1, peak=1.0)
-    tok = {k: r[k]["tok_per_s"] for k in ("ours_eager", "ours_compiled", "torch_eager", "torch_compiled", "ours_fast")}
+    tok = {k: r[k]["tok_per_s"] for k in VARIANTS}
     assert r["compiled_ratio"] == pytest.approx(tok["ours_compiled"] / tok["torch_compiled"])
     assert r["fast_ratio"] == pytest.approx(tok["ours_fast"] / tok["torch_compiled"])
+    assert r["fast_eager_ratio"] == pytest.approx(tok["ours_fast_eager"] / tok["torch_eager"])
     assert r["ours_eager"]["mfu"] == pytest.approx(r["ours_eager"]["tflops"])
     assert r["threads"] == torch.get_num_threads() and set(r["ours_fast"]) >= {"payback_steps", "first_call_s"}
     rows = ratio_rows(dict(results=dict(tiny=dict(compile={"fp32, 1 thread": r}))))  # run_benchmarks: one result per setting
     assert any(x["what"] == "train fp32, 1 thread tokens/s, both compiled" and x["ratio"] == r["compiled_ratio"] for x in rows)
+    assert any(x["what"] == "train fp32, 1 thread tokens/s, ours fast path eager vs nn.T. eager" and x["ratio"] == r["fast_eager_ratio"] for x in rows)
+    assert any(x["what"] == "train TFLOP/s fp32, 1 thread, utilization: ours_fast_eager" for x in rows)
 
 
 @pytest.mark.cuda

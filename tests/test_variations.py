@@ -8,7 +8,7 @@ import pytest
 import torch
 from annotated_transformer.model import make_model, count_parameters
 from annotated_transformer.runs import read_metrics
-from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS, run_record
+from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS, run_record, run_hardware
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -100,6 +100,7 @@ def test_grid_csv_and_resume(shared_data, tmp_path):
     # each run's machine is kept beside its metrics
     rec = json.loads(run_record(out, "C N=2", 0).read_text())
     assert rec["hardware"]["cpu"] and rec["precision"] in ("fp32", "bf16") and rec["compile"] == "off"
+    assert run_hardware(out, "C N=2", 0) == rec["hardware"] and run_hardware(out, "C N=4", 0) is None  # a run it has no record of
 
 
 def test_a_grid_may_span_devices_not_recipes(shared_data, tmp_path):
