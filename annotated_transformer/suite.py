@@ -23,7 +23,7 @@ from .runs import short_cpu
 # %% auto #0
 __all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory', 'bench_seqlen',
            'sentence_lengths', 'bench_batching', 'bench_mfu', 'cpu_record', 'settings', 'bench_ct2', 'run_benchmarks',
-           'bench_plan', 'ratio_rows', 'cpu_label', 'batch_label', 'print_report', 'best_against_best']
+           'bench_plan', 'variants_of', 'ratio_rows', 'cpu_label', 'batch_label', 'print_report', 'best_against_best']
 
 # %% ../nbs/14a_bench_suite.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -300,6 +300,12 @@ def bench_plan(presets: str, # comma-separated model sizes: tiny, multi30k, base
     shapes = {p: (batch_size or DEFAULT_SHAPES[(dev.type, p)][0], src_len or DEFAULT_SHAPES[(dev.type, p)][1]) for p in names}
     return names, precs, chosen, shapes
 
+# %% ../nbs/14a_bench_suite.ipynb #5b1e7a21
+def variants_of(setting: dict, # one setting of `bench_compile`'s result: variant name -> its timings
+               ) -> list[str]: # the names in `VARIANTS` that it has, in their order
+    "The variants one stored setting of the compile benchmark measured (a run stored before a variant was added lacks it)."
+    return [v for v in VARIANTS if v in setting]
+
 # %% ../nbs/14a_bench_suite.ipynb #1db1cce9
 def ratio_rows(res: dict) -> list[dict]:
     "Flatten a `run_benchmarks` result into rows: preset, measurement, ours, reference, unit, ratio."
@@ -327,13 +333,13 @@ def ratio_rows(res: dict) -> list[dict]:
                 "nn.T. compiled", x["compiled_ratio"])
             row(f"train {prec} tokens/s, ours fast path vs nn.T. compiled", x["ours_fast"]["tok_per_s"],
                 x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["fast_ratio"])
-            if "ours_fast_eager" in x:  # runs stored before this variant was added lack it
+            if "ours_fast_eager" in variants_of(x):
                 row(f"train {prec} tokens/s, ours fast path eager vs nn.T. eager", x["ours_fast_eager"]["tok_per_s"],
                     x["torch_eager"]["tok_per_s"], "nn.Transformer", x["fast_eager_ratio"])
             row(f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"], x["ours_eager"]["tok_per_s"],
                 "eager", x["compile_gain_ours"])
             if x.get("peak_tflops"):
-                for k in (k for k in VARIANTS if k in x):  # a run stored before a variant was added lacks it
+                for k in variants_of(x):
                     row(f"train TFLOP/s {prec}, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"])
         if "attention" in r:
             x = r["attention"]
@@ -422,7 +428,7 @@ def print_report(res: dict, file=None):
 def best_against_best(setting: dict, # one setting of `bench_compile`'s result: variant name -> its timings
                      ) -> dict: # each side's fastest variant, ours ÷ nn.Transformer between them, and each one's MFU
     "Our fastest variant against `nn.Transformer`'s fastest (compile time not counted), with the utilization of each."
-    best = lambda who: max((v for v in VARIANTS if v.startswith(who) and v in setting), key=lambda v: setting[v]["tok_per_s"])  # a stored run may lack a newer variant
+    best = lambda who: max((v for v in variants_of(setting) if v.startswith(who)), key=lambda v: setting[v]["tok_per_s"])
     o, t = best("ours"), best("torch")
     return dict(ours=o, torch=t, ratio=setting[o]["tok_per_s"] / setting[t]["tok_per_s"],
                 ours_mfu=setting[o].get("mfu"), torch_mfu=setting[t].get("mfu"))
