@@ -55,7 +55,7 @@ class Task:
         return _copy.deepcopy((self.model, self.train, self.data))
 
 TASKS = {t.name: t for t in [
-    Task("copy", "copy random sequences: the first run after installing, about two minutes on a laptop CPU (08a_copy_task)", "copy",
+    Task("copy", "copy random sequences: the first run after installing, a minute or two on a CPU (08a_copy_task)", "copy",
          copy_config(),  # 08a_copy_task's model: 2 layers, d_model 64, 10 symbols
                      # lr_factor 0.5: with d_model 64, equation (3) peaks at 0.0063, where the loss keeps spiking (98.2% after
                      # 2000 steps); at half that rate two seeds reached 100%
