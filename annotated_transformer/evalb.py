@@ -22,7 +22,7 @@ class EvalbParams:
     cutoff_len: int = 40  # CUTOFF_LEN: the second set of figures covers sentences of at most this length
 
 def _canon(label: str, p: EvalbParams) -> str:
-    label = re.split(r"[-=]", label)[0] if not label.startswith("-") else label  # EVALB trims '-' and '=' tails
+    label = re.split(r"[-=]", label)[0]  # EVALB cuts a label at its first '-' or '=', even the first character ("-NONE-" -> "")
     for a, b in p.eq_labels:
         if label == b: return a
     return label
@@ -40,7 +40,7 @@ def evalb_brackets(tree: Tree, p: EvalbParams = EvalbParams()) -> tuple[Counter,
         start = len(words)
         for c in t.children: go(c)
         label = _canon(t.label, p)
-        deleted = t.label in p.delete_labels or label in p.delete_labels
+        deleted = label in p.delete_labels  # by the cut label, as EVALB does: a bracket labelled -NONE- (never seen in real trees) counts, as ""
         if len(words) > start and not deleted: brackets[(label, start, len(words))] += 1  # empty spans are not scored
     go(tree)
     return brackets, words, length
