@@ -100,6 +100,8 @@ def build(into: Path, src: Path = EVALB_C) -> Path:
     return into / "evalb"
 
 def main(pred: str):
+    for need in (Path(pred), DATA / "dev_22.clean", DATA / "22.auto.clean", DATA / "wsj_22.mrg.gz"):
+        if not need.is_file(): sys.exit(f"evalb_check: {need}: no such file (PRED is a parse of section 22 by at-parse; the rest are in ../shared/data/ptb)")
     src, t0 = EVALB_C, time.time()
     build_ = build(Path(tempfile.mkdtemp()))
     prm = src / "COLLINS.prm"
