@@ -43,7 +43,7 @@ def run_c(binary: Path, prm: Path, gold: Path, test: Path) -> dict:
     return dict(rows=rows, summary=blocks)
 
 def run_python(gold_lines: list[str], test_lines: list[str], copy_tags: bool) -> dict:
-    "Ours on the same lines: per sentence None (not scored, with why) or the counts; and the totals of `evalb` over the scored ones."
+    "Ours on the same lines: per sentence the counts of `evalb_sentence` (or an error: not scored, with why), and the totals of `evalb`."
     rows, golds, tests = {}, [], []
     for i, (gl, tl) in enumerate(zip(gold_lines, test_lines), 1):
         try: g, t = parse_tree(gl), parse_tree(tl)
