@@ -1,4 +1,4 @@
-"The benchmark harness of nbs/14_benchmarks and the suite of nbs/14a_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
+"The benchmark harness of nbs/32_benchmarks and the suite of nbs/33_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
 import json, math, pytest, torch
 from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, bench_compile, bench_loss, bench_adam, bench_decode, matmul_tflops, VARIANTS
 from annotated_transformer.suite import peak_tflops, bench_mfu, bench_memory, BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS

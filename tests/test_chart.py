@@ -1,4 +1,4 @@
-"""The chart parser (13c) end to end: at-train ptb-chart-sample trains, keeps the best checkpoint on dev F1 and resumes;
+"""The chart parser (20) end to end: at-train ptb-chart-sample trains, keeps the best checkpoint on dev F1 and resumes;
 at-parse reads its checkpoints (trees over exactly the input words, EVALB with --gold) and refuses bad input in one line."""
 import pytest
 import torch
@@ -203,7 +203,7 @@ _RECORDS = {"dev22.json": "{}\n", "decoding.json": '{"command": "python tools/ch
     (["test23-ensemble", "RUN", "EMPTY.pt"], "chart_study.py test23-ensemble: "),
 ])
 def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatch, args, says):
-    """tools/chart_study.py, the script behind 13c's results: a bad command, count, --out, run directory or checkpoint is one line,
+    """tools/chart_study.py, the script behind 20's results: a bad command, count, --out, run directory or checkpoint is one line,
     exit 1, nothing written, no folder left behind; --out never overwrites another command's results file."""
     (tmp_path / "RUN").mkdir(); (tmp_path / "EMPTY.pt").write_bytes(b"")
     if "--out" in args and args[-1] in _RECORDS:

@@ -1,4 +1,4 @@
-"Beam search, the key/value cache, BLEU, `at-translate` and its bad inputs (08_decode, 08b_inference)."
+"Beam search, the key/value cache, BLEU, `at-translate` and its bad inputs (10_decode, 13_inference)."
 import random, subprocess, sys
 from dataclasses import asdict
 from pathlib import Path
@@ -100,7 +100,7 @@ def test_dropping_finished_sentences_rnn(attention):
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
 def test_beam_never_below_greedy(alpha):
     # with tensor2tensor's stopping bound (early_stop=False): the default rule stops at K finished hypotheses and
-    # can return a worse one (08_decode shows a case); both are checked to score what they claim
+    # can return a worse one (10_decode shows a case); both are checked to score what they claim
     for seed in range(2):
         model = tiny(V=12, seed=seed, sharpen=2.0); src, kpm = sources(B=12, V=12, seed=seed)
         limits = length_limit(model, src, kpm, 1.0, 6).tolist()

@@ -207,7 +207,7 @@ def test_tables_are_tables(site):
 
 @pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_figures_are_shown_near_their_natural_size(site):
-    "A figure shrunk to fit the column (below about 70% of its width; 68%: one stored attention map of 11_translation is at 68%) has labels too small to read at 100% zoom"
+    "A figure shrunk to fit the column (below about 70% of its width; 68%: one stored attention map of 14_translation is at 68%) has labels too small to read at 100% zoom"
     shrunk = {p: info['shrunk'] for p, (info, _) in site.items() if info['shrunk']}
     assert not shrunk, f'figures shown at < 68% of their natural width (px): {json.dumps(shrunk, indent=1)}'
 

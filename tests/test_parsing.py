@@ -426,7 +426,7 @@ def test_plot_tree_leaves_do_not_overlap():
     assert len(boxes) == len(t.words())
     assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(round(a.x1), round(b.x0)) for a, b in zip(boxes, boxes[1:])]
     plt.close(fig)
-    # on axes the caller sized (two trees stacked in a 7-inch figure, as 13b_parser draws them): the font shrinks to fit
+    # on axes the caller sized (two trees stacked in a 7-inch figure, as 19_parser draws them): the font shrinks to fit
     long = parse_tree("(TOP (S (NP (NP (DT The) (VBN complicated) (NN language)) (PP (IN in) (NP (DT the) (JJ huge) (JJ new) "
                       "(NN law)))) (VP (VBZ has) (VP (VBN muddied) (NP (DT the) (NN fight)))) (. .)))")
     fig, axs = plt.subplots(2, 1, figsize=(5, 6))

@@ -1,4 +1,4 @@
-"RNN encoder-decoder baseline (00a_background): shapes, masks, scores, local-p, training, decoding, checkpoints."
+"RNN encoder-decoder baseline (21_background): shapes, masks, scores, local-p, training, decoding, checkpoints."
 import math
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"Attention-pooling sentiment classifiers (05b_attention_classifier): bad input, download checksum, split, pooling, padding invariance."
+"Attention-pooling sentiment classifiers (22_attention_classifier): bad input, download checksum, split, pooling, padding invariance."
 import hashlib, json, zipfile
 from collections import Counter
 import pytest

@@ -292,7 +292,7 @@ def test_cli_copy_short_run_and_resume(tmp_path, capsys):
     assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
     assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
     from annotated_transformer.copy_task import copy_config
-    assert load_model(tmp_path).cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (08a)
+    assert load_model(tmp_path).cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (11)
 
 
 # ---------------------------------------------------------------- fast paths: chunked loss, compile, memory sizing

@@ -1,4 +1,4 @@
-"""The measurements of 13c_chart_parser on WSJ, each written to a file under results/ptb-chart/ (the notebook reads them).
+"""The measurements of 20_chart_parser on WSJ, each written to a file under results/ptb-chart/ (the notebook reads them).
 
     python tools/chart_study.py dev RUN          # dev22.json: EVALB on section 22 of RUN/best.pt; trees to runs/ptb-chart-eval/;
                                                  # RUN's metrics.jsonl and run.json copied beside it (the learning curve)

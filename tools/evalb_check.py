@@ -1,4 +1,4 @@
-"""The Python EVALB of 13a_evalb against the reference C program, on the same files, sentence by sentence.
+"""The Python EVALB of 18_evalb against the reference C program, on the same files, sentence by sentence.
 
     python tools/evalb_check.py PRED     # writes results/ptb/evalb-c-check.json
 

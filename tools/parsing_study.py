@@ -1,4 +1,4 @@
-"""The decoding study of 13b_parser, run on a CPU with the GPU-trained checkpoint in ../shared/models/ptb-small-h100.
+"""The decoding study of 19_parser, run on a CPU with the GPU-trained checkpoint in ../shared/models/ptb-small-h100.
 
     python tools/parsing_study.py dev      # results/ptb/shared-h100/decoding.json (greedy/beam x constrained or not)
     python tools/parsing_study.py why      # results/ptb/shared-h100/why_beam.json (why unconstrained beam loses, 100 sentences)

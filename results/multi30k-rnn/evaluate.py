@@ -1,4 +1,4 @@
-"Evaluate the RNN baseline run exactly as 11_translation evaluated the Transformer: `evaluate_run` (checkpoint or average chosen on val, greedy; test2016 with beam 4 and greedy)."
+"Evaluate the RNN baseline run exactly as 14_translation evaluated the Transformer: `evaluate_run` (checkpoint or average chosen on val, greedy; test2016 with beam 4 and greedy)."
 import json, os, sys
 from pathlib import Path
 from annotated_transformer.data import load_recipe

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The RNN baseline run of nbs/00a_background.ipynb: at-train multi30k --model rnn, stopped by SIGTERM after a wall-clock budget (first argument, default 900 s);
+# The RNN baseline run of nbs/21_background.ipynb: at-train multi30k --model rnn, stopped by SIGTERM after a wall-clock budget (first argument, default 900 s);
 # further arguments go to at-train (the run was made as `train.sh 900`, then `train.sh 1320 --resume`: 2220 s in all)
 # (the trainer saves a checkpoint and stops on the signal), one thread; the run was made in bf16 autocast (its checkpoints record it).
 # On the shared machine it ran inside `/work/bin/cpuslot` (one core, OMP_NUM_THREADS=1), followed by evaluate.py.
