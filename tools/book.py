@@ -1,0 +1,230 @@
+"""The book's one list (nbs/book.txt) and what is made from it: the sidebar's parts, the README's table of pages and every
+page's closing "Next:" link; and the reading-path measures (words and cells from "Start reading" to the first
+attention function and to the first trained model's output, and the engineering share of Parts I-II).
+
+    python tools/book.py            # print the parts and the path measures
+    python tools/book.py --fix      # rewrite each page's "Next:" cell from the list
+    python tools/book.py --check    # exit 1 if a page's "Next:" cell disagrees with the list
+"""
+import argparse, json, re, sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NBS = ROOT/'nbs'
+BOOK = NBS/'book.txt'
+NEXT_RE = re.compile(r'^\*\*Next:\*\* ')
+ENGINE_RE = re.compile(r'^##\s+Engine room\b', re.I)   # an H2 heading that opens a page's engineering section
+
+
+@dataclass
+class Part:
+    title: str
+    blurb: str
+    pages: list = field(default_factory=list)
+
+
+class BookError(Exception): pass
+
+
+def parts(path: Path = BOOK) -> list:
+    "The parts of the book, each with its pages (notebook stems) in reading order"
+    res = []
+    for i, line in enumerate(path.read_text(encoding='utf-8').splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith('#'): continue
+        if line.startswith('=='):
+            title, _, blurb = line[2:].partition('|')
+            res.append(Part(title.strip(), blurb.strip()))
+        elif not res: raise BookError(f'{path}:{i}: page {line!r} comes before any part (`== Title | blurb`)')
+        else: res[-1].pages.append(line)
+    return res
+
+
+def order(path: Path = BOOK) -> list:
+    "Every page of the book in reading order"
+    return [p for part in parts(path) for p in part.pages]
+
+
+def check_list(nbs: Path = NBS) -> list:
+    "Problems with the list: pages without notebooks, notebooks without a page, numbers out of reading order"
+    pages, errs = order(nbs/'book.txt'), []
+    on_disk = sorted(p.stem for p in nbs.glob('*.ipynb') if p.stem != 'index' and not p.stem.startswith(('_', '.'))
+                     and '.' not in p.stem and not p.stem.endswith('-checkpoint'))
+    errs += [f'{p}: listed in book.txt but nbs/{p}.ipynb does not exist' for p in pages if p not in on_disk]
+    errs += [f'nbs/{p}.ipynb is in no part of book.txt' for p in on_disk if p not in pages]
+    dup = {p for p in pages if pages.count(p) > 1}
+    errs += [f'{p}: listed twice in book.txt' for p in sorted(dup)]
+    if pages != sorted(pages): errs.append(f'book.txt is not in notebook-number order: the numbers must follow the reading order')
+    return errs
+
+
+def nb_json(stem: str, nbs: Path = NBS) -> dict: return json.loads((nbs/f'{stem}.ipynb').read_text(encoding='utf-8'))
+
+
+def title(stem: str, nbs: Path = NBS) -> str:
+    "A page's title: its first markdown cell's `# Title`"
+    for c in nb_json(stem, nbs)['cells']:
+        if c['cell_type'] == 'markdown':
+            m = re.match(r'#\s+(.+)', ''.join(c['source']).strip())
+            if m: return m.group(1).strip()
+    raise BookError(f'nbs/{stem}.ipynb has no `# Title` cell')
+
+
+def summary(stem: str, nbs: Path = NBS) -> str:
+    "A page's one-line summary: the `> ...` line under its title"
+    for c in nb_json(stem, nbs)['cells']:
+        if c['cell_type'] == 'markdown':
+            m = re.search(r'^>\s*(.+)$', ''.join(c['source']), re.M)
+            return m.group(1).strip() if m else ''
+    return ''
+
+
+def part_of(stem: str) -> Part:
+    for part in parts():
+        if stem in part.pages: return part
+    raise BookError(f'{stem} is in no part of book.txt')
+
+
+def next_cell(stem: str, nbs: Path = NBS) -> str:
+    "The closing cell of a page: a link to the next page of the list (or back to the start after the last page)"
+    pages = order(nbs/'book.txt')
+    i = pages.index(stem)
+    if i + 1 == len(pages): return '**Next:** this is the last page. Back to [the start](index.ipynb).'
+    nxt = pages[i + 1]
+    here, there = part_of(stem), part_of(nxt)
+    tail = f' — the first page of {there.title.split(" (")[0]}: {there.blurb}.' if here.title != there.title else '.'
+    return f'**Next:** [{title(nxt, nbs)}]({nxt}.ipynb){tail}'
+
+
+def _next_idx(cells) -> int | None:
+    for i, c in enumerate(cells):
+        if c['cell_type'] == 'markdown' and NEXT_RE.match(''.join(c['source'])): return i
+    return None
+
+
+def _insert_at(cells) -> int:
+    "After the last markdown cell (the page's 'What we built'), before the hidden export cell"
+    last_md = max((i for i, c in enumerate(cells) if c['cell_type'] == 'markdown'), default=len(cells) - 1)
+    return last_md + 1
+
+
+def sync_next(fix: bool = False, nbs: Path = NBS) -> list:
+    "Pages whose Next cell disagrees with the list; with `fix`, rewrite them"
+    bad = []
+    for stem in order(nbs/'book.txt'):
+        path = nbs/f'{stem}.ipynb'
+        nb = json.loads(path.read_text(encoding='utf-8'))
+        want = next_cell(stem, nbs)
+        i = _next_idx(nb['cells'])
+        have = ''.join(nb['cells'][i]['source']) if i is not None else None
+        if have == want and i == _insert_at(nb['cells'][:i] + nb['cells'][i + 1:]): continue
+        bad.append(stem)
+        if not fix: continue
+        if i is not None: nb['cells'].pop(i)
+        j = _insert_at(nb['cells'])
+        nb['cells'].insert(j, dict(cell_type='markdown', metadata={}, source=want))
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + '\n', encoding='utf-8')
+    return bad
+
+
+def contents_md(link=lambda stem: f'{stem}.ipynb') -> str:
+    "The table of pages, part by part (the README's and the home page's)"
+    out = []
+    for part in parts():
+        out.append(f'**{part.title}**: {part.blurb}.\n\n| page | what it shows |\n|---|---|')
+        out += [f'| [{title(s)}]({link(s)}) | {summary(s).replace("|", "/")} |' for s in part.pages]
+        out.append('')
+    return '\n'.join(out).strip()
+
+
+# ---------------------------------------------------------------- the reading path, measured
+def _words(s: str) -> int: return len(re.sub(r'<[^>]+>|[`*#>|]', ' ', s).split())
+
+
+def _visible(c) -> bool:
+    "A cell a reader of the docs sees: markdown, or code that is not hidden"
+    if c['cell_type'] != 'code': return c['cell_type'] == 'markdown'
+    s = ''.join(c['source'])
+    return not re.search(r'^#\|\s*(hide\b|export\s*$|exporti\b|include:\s*false)', s, re.M) or '#| exports' in s
+
+
+def path_to(pred, nbs: Path = NBS, start_cells=None) -> dict:
+    """Words (of prose: the markdown cells) and visible cells read from the home page's "Start reading" link along the
+    book until the first cell for which `pred(stem, cell)` holds"""
+    words, cells = 0, 0
+    for stem, c in (start_cells or []):
+        words += _words(''.join(c['source'])); cells += 1
+    for stem in order(nbs/'book.txt'):
+        for c in nb_json(stem, nbs)['cells']:
+            if not _visible(c): continue
+            if pred(stem, c): return dict(page=stem, words=words, cells=cells)
+            cells += 1
+            if c['cell_type'] == 'markdown': words += _words(''.join(c['source']))
+    raise BookError('the path never reaches the cell looked for')
+
+
+def home_until_start(nbs: Path = NBS) -> list:
+    "The home page's cells up to and including the one with the 'Start reading' link"
+    out = []
+    for c in nb_json('index', nbs)['cells']:
+        if not _visible(c): continue
+        out.append(('index', c))
+        if 'Start reading' in ''.join(c['source']): return out
+    raise BookError('nbs/index.ipynb has no "Start reading" link')
+
+
+def is_attention_def(stem, c) -> bool:
+    return c['cell_type'] == 'code' and re.search(r'^def attention\(', ''.join(c['source']), re.M) is not None
+
+
+def is_trained_output(stem, c) -> bool:
+    "The first code cell marked as showing a trained model's output (a `# first trained output` comment in it)"
+    return c['cell_type'] == 'code' and '# trained model output' in ''.join(c['source'])
+
+
+def engineering_share(nbs: Path = NBS, n_parts: int = 2) -> dict:
+    """Cells of Parts I-II under an `## Engine room` heading (to the next H2 or the page's end), over all their visible
+    cells"""
+    eng = total = 0
+    per_page = {}
+    for part in parts(nbs/'book.txt')[:n_parts]:
+        for stem in part.pages:
+            inside, e, t = False, 0, 0
+            for c in nb_json(stem, nbs)['cells']:
+                if not _visible(c): continue
+                s = ''.join(c['source'])
+                if c['cell_type'] == 'markdown' and re.match(r'^##\s', s.strip()): inside = bool(ENGINE_RE.match(s.strip()))
+                t += 1; e += inside
+            per_page[stem] = (e, t); eng += e; total += t
+    return dict(engineering_cells=eng, cells=total, share=eng / total if total else 0.0, per_page=per_page)
+
+
+def measures(nbs: Path = NBS) -> dict:
+    start = home_until_start(nbs)
+    return dict(to_attention=path_to(is_attention_def, nbs, start), to_trained_output=path_to(is_trained_output, nbs, start),
+                engineering=engineering_share(nbs))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--fix', action='store_true', help="rewrite each page's Next cell from nbs/book.txt")
+    ap.add_argument('--check', action='store_true', help="exit 1 if the list or a page's Next cell is out of step")
+    a = ap.parse_args(argv)
+    try:
+        errs = check_list()
+        if errs: print('\n'.join(errs), file=sys.stderr); return 1
+        bad = sync_next(fix=a.fix)
+        if bad and a.check:
+            print(f"pages whose Next cell disagrees with nbs/book.txt: {bad}; run `python tools/book.py --fix`", file=sys.stderr)
+            return 1
+        if a.fix: print(f'rewrote the Next cell of {len(bad)} page(s)')
+        if not (a.fix or a.check):
+            for part in parts(): print(part.title, '|', ', '.join(part.pages))
+            print(json.dumps({k: v for k, v in measures().items()}, indent=1, default=str))
+    except BookError as e:
+        print(f'error: {e}', file=sys.stderr); return 1
+    return 0
+
+
+if __name__ == '__main__': sys.exit(main())

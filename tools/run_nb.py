@@ -1,0 +1,60 @@
+"""Run a notebook in place and store the outputs of the real run, as the project's notebooks are stored.
+
+    python tools/run_nb.py nbs/01_attention.ipynb [--flags slow] [--cells 12 13]
+
+Cells flagged `slow`, `cuda`, `multigpu` or `rerun` keep their stored outputs unless `--flags` names the flag; with
+`--cells`, only the cells with those indices run (plus every cell that imports, so that names exist) and the others
+keep their outputs. Runs from the notebook's folder, as `nbdev_test` does, but without `IN_TEST`: exercise checks show
+what a reader sees before answering. Then `nbdev_clean` tidies the file.
+"""
+import argparse, os, sys, time
+from pathlib import Path
+
+FLAGS = {'slow', 'cuda', 'multigpu', 'rerun'}
+
+
+def run(path: Path, flags=(), cells=None) -> float:
+    from execnb.nbio import read_nb, write_nb
+    from execnb.shell import CaptureShell
+    from nbdev.process import NBProcessor, extract_directives
+    os.environ.pop('IN_TEST', None)
+    nb = read_nb(path)
+    skip = FLAGS - set(flags)
+
+    def _skip(cell):
+        if cell.cell_type != 'code': return True
+        if 'nbdev_export(' in cell.source: return True
+        d = extract_directives(cell, remove=False) or {}
+        if skip & d.keys(): return True
+        if cells is not None:
+            i = nb.cells.index(cell)
+            return i not in cells and 'import' not in cell.source and 'default_exp' not in cell.source
+        return False
+
+    t0 = time.time()
+    sh = CaptureShell(path)
+    cwd = os.getcwd()
+    try:
+        os.chdir(path.parent)
+        sh.run_all(nb, exc_stop=True, preproc=_skip)
+    finally:
+        os.chdir(cwd)
+    write_nb(nb, path)
+    return time.time() - t0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('notebooks', nargs='+', type=Path)
+    ap.add_argument('--flags', nargs='*', default=[], help='also run the cells with these flags (e.g. slow)')
+    ap.add_argument('--cells', nargs='*', type=int, help='run only these cell indices (and the import cells)')
+    a = ap.parse_args(argv)
+    for p in a.notebooks:
+        if not p.exists(): ap.error(f'{p}: no such notebook')
+        dt = run(p.resolve(), a.flags, set(a.cells) if a.cells is not None else None)
+        print(f'{p}: ran in {dt:.1f}s')
+    import subprocess
+    for p in a.notebooks: subprocess.run(['nbdev_clean', '--fname', str(p)], check=False)
+
+
+if __name__ == '__main__': sys.exit(main())
