@@ -1,0 +1,98 @@
+"""The book's rules, kept by tests: one list (nbs/book.txt) of parts and pages in reading order, from which the sidebar,
+the home page's table of pages and every "Next:" link are made; no paper-section tag on an engine-room page; the reading
+path's lengths (printed on the home page) within their targets; every page of Parts I-II ends with exercises whose checks
+run against a reference solution under nbdev_test."""
+import json, re, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NBS = ROOT/'nbs'
+sys.path.insert(0, str(ROOT/'tools'))
+import book  # noqa: E402
+
+
+def _cells(stem): return json.loads((NBS/f'{stem}.ipynb').read_text(encoding='utf-8'))['cells']
+
+
+def test_the_list_names_every_notebook_once_in_number_order():
+    assert book.check_list() == []
+    assert [p.title.split(' ·')[0] for p in book.parts()] == ['Part I', 'Part II', 'Part III', 'Part IV', 'Part V']
+
+
+def test_the_list_is_checked(tmp_path):
+    "check_list refuses a listed page without a notebook, a notebook in no part and numbers out of reading order"
+    for s in ('01_a', '02_b', '03_c'): (tmp_path/f'{s}.ipynb').write_text('{}')
+    (tmp_path/'book.txt').write_text('== Part I | x\n02_b\n01_a\n04_d\n')
+    errs = '\n'.join(book.check_list(tmp_path))
+    assert '04_d: listed in book.txt but' in errs and 'nbs/03_c.ipynb is in no part' in errs and 'not in notebook-number order' in errs
+
+
+def test_next_links_come_from_the_list():
+    bad = book.sync_next(fix=False)
+    assert not bad, f'pages whose closing Next cell disagrees with nbs/book.txt: {bad}; run `python tools/book.py --fix`'
+    pages = book.order()
+    for a, b in zip(pages, pages[1:]):   # and no other "Next:" sentence points elsewhere
+        for c in _cells(a):
+            s = ''.join(c['source'])
+            if c['cell_type'] == 'markdown' and re.search(r'\bNext:', s):
+                assert f']({b}.ipynb)' in s, f'{a}: a "Next:" that does not lead to {b}: {s[:200]!r}'
+
+
+def test_engine_room_pages_carry_no_section_tag():
+    "A § tag marks only a page that implements that section of the paper: none in the engine room's titles and openings"
+    engine = book.parts()[-1]
+    assert engine.title.startswith('Part V')
+    for stem in engine.pages:
+        md = [''.join(c['source']) for c in _cells(stem) if c['cell_type'] == 'markdown'][:2]
+        assert not any('§' in s for s in md), f'{stem}: a § tag in its title or opening paragraph: {md}'
+    for part in book.parts()[:2]:
+        assert '§' in part.title, f'{part.title}: the paper parts say which sections they hold'
+
+
+def test_home_page_starts_the_book():
+    cells = book.home_until_start()
+    assert len(cells) <= 3, 'the "Start reading" link must be on the home page\'s first screen'
+    assert '](01_attention.ipynb)' in ''.join(cells[-1][1]['source'])
+    assert book.order()[0] == '01_attention'
+
+
+def test_reading_path_within_targets_and_printed():
+    "The path from 'Start reading': first attention function within 1,500 words, a trained model's output within 6,000"
+    m = book.measures()
+    assert m['to_attention']['words'] <= 1500, m['to_attention']
+    assert m['to_trained_output']['words'] <= 6000, m['to_trained_output']
+    assert m['to_trained_output']['page'] in book.parts()[0].pages + book.parts()[1].pages
+    # the home page prints the same numbers (its stored output is from the current pages)
+    out = [o for c in _cells('index') if 'book.measures()' in ''.join(c['source']) for o in c.get('outputs', [])]
+    assert out, 'the home page has no cell printing book.measures()'
+    text = ''.join(''.join(o.get('data', {}).get('text/markdown', o.get('text', ''))) for o in out)
+    for n in (m['to_attention']['words'], m['to_trained_output']['words'], m['engineering']['engineering_cells']):
+        assert f'{n:,}' in text, f'the home page says {text!r}, but the pages now measure {n:,}: rerun nbs/index.ipynb'
+
+
+def test_every_page_of_parts_one_and_two_ends_with_exercises():
+    for part in book.parts()[:2]:
+        for stem in part.pages:
+            cells = [''.join(c['source']) for c in _cells(stem)]
+            assert any(re.match(r'##\s+Exercises', s) for s in cells), f'{stem}: no "## Exercises" section'
+            checks = [s for s in cells if re.search(r'^check\(', s, re.M)]
+            refs = [s for s in cells if s.startswith('#| hide') and 'use_reference()' in s]
+            assert len(checks) >= 2 and len(refs) >= 2, f'{stem}: {len(checks)} check cells, {len(refs)} hidden references'
+
+
+def test_exercise_checks_tell_right_from_wrong(capsys, monkeypatch):
+    "check() says right, not answered and wrong apart; under nbdev_test a wrong answer raises"
+    sys.path.insert(0, str(NBS))
+    import torch
+    from _exercises import check, expect_close
+    monkeypatch.delenv('IN_TEST', raising=False)
+    good = torch.ones(3, 3, dtype=torch.bool).triu(1)
+    assert check('e', lambda: expect_close(good.clone(), good, 'mask'))
+    def todo(): raise NotImplementedError
+    assert not check('e', todo) and 'not answered yet' in capsys.readouterr().out
+    assert not check('e', lambda: expect_close(good.T, good, 'mask'))
+    assert 'differs at 6 positions' in capsys.readouterr().out
+    assert not check('e', lambda: expect_close(torch.zeros(2), torch.zeros(3), 'x'))
+    monkeypatch.setenv('IN_TEST', '1')
+    import pytest
+    with pytest.raises(AssertionError, match='reference solution fails'): check('e', lambda: expect_close(good.T, good, 'mask'))
