@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['attention', 'dot_product_stats', 'causal_mask', 'padding_mask', 'merge_masks', 'to_sdpa_mask', 'Dropout',
-           'MultiHeadAttention', 'copy_to_torch_mha']
+__all__ = ['attention', 'dot_product_stats', 'causal_mask', 'padding_mask', 'merge_masks', 'copy_to_torch_mha', 'Dropout',
+           'to_sdpa_mask', 'MultiHeadAttention']
 
 # %% ../nbs/01_attention.ipynb #e3bf73cf
 def attention(q: Tensor, # queries (..., T, Dh)
@@ -83,10 +83,13 @@ def _check_mask(m: Tensor, name: str, shapes: list, expected: str):
     if tuple(m.shape) not in shapes:
         raise ValueError(f"{name} has shape {tuple(m.shape)}; expected {expected} = {shapes[0 if len(shapes) == 1 else 1]}")
 
-# %% ../nbs/01_attention.ipynb #18a639eb
-def to_sdpa_mask(mask: Tensor | None) -> Tensor | None:
-    "Convert our mask (True = blocked) to the polarity of `F.scaled_dot_product_attention` (True = attend)."
-    return None if mask is None else ~mask
+# %% ../nbs/01_attention.ipynb #63200d75
+@torch.no_grad()
+def copy_to_torch_mha(mha: MultiHeadAttention, ref: nn.MultiheadAttention):
+    "Copy the weights of our `MultiHeadAttention` (or `SimpleMultiHeadAttention`) into an `nn.MultiheadAttention` of the same size."
+    ref.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
+    ref.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))
+    ref.out_proj.weight.copy_(mha.out_proj.weight); ref.out_proj.bias.copy_(mha.out_proj.bias)
 
 # %% ../nbs/01_attention.ipynb #c0a1e01e
 class Dropout(nn.Module):
@@ -107,6 +110,11 @@ class Dropout(nn.Module):
 
     def extra_repr(self) -> str: return f"p={self.p}"
 
+
+# %% ../nbs/01_attention.ipynb #18a639eb
+def to_sdpa_mask(mask: Tensor | None) -> Tensor | None:
+    "Convert our mask (True = blocked) to the polarity of `F.scaled_dot_product_attention` (True = attend)."
+    return None if mask is None else ~mask
 
 # %% ../nbs/01_attention.ipynb #93fc6eef
 class MultiHeadAttention(nn.Module):
@@ -164,11 +172,3 @@ class MultiHeadAttention(nn.Module):
             out, attn = attention(q, k, v, mask, self.dropout)  # (B, H, T, Dh), (B, H, T, S)
         out = out.transpose(1, 2).reshape(B, T, -1)  # (B, T, H*Dh): concatenate the heads
         return self.out_proj(out), attn  # (B, T, D)
-
-# %% ../nbs/01_attention.ipynb #63200d75
-@torch.no_grad()
-def copy_to_torch_mha(mha: MultiHeadAttention, ref: nn.MultiheadAttention):
-    "Copy the weights of our `MultiHeadAttention` into an `nn.MultiheadAttention` of the same size."
-    ref.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
-    ref.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))
-    ref.out_proj.weight.copy_(mha.out_proj.weight); ref.out_proj.bias.copy_(mha.out_proj.bias)
