@@ -122,7 +122,7 @@ def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source 
                    tokenizer: SubwordTokenizer | None = None, # labels from its pieces ...
                    src_labels: list[str] | None = None, tgt_labels: list[str] | None = None, # ... or given
                    heads: list[int] | None = None, # default: all heads
-                   ncols: int = 4):
+                   ncols: int = 2):
     "Heatmaps of one layer's attention, one panel per head: queries on y, keys on x, labelled by their tokens."
     import matplotlib.pyplot as plt  # here, not at the top: the command-line scripts start without it
     if kind not in ("encoder", "self", "cross"): raise ValueError(f"kind={kind!r}: expected 'encoder', 'self' or 'cross'")
@@ -130,14 +130,16 @@ def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source 
     xs, ys = _labels(src, tokenizer, src_labels), _labels(tgt, tokenizer, tgt_labels)
     qlab, klab = {"encoder": (xs, xs), "self": (ys, ys), "cross": (ys, xs)}[kind]
     heads = list(range(w.size(0))) if heads is None else heads
+    ncols = min(ncols, len(heads))
     nrows = -(-len(heads) // ncols)
-    fig, axes = plt.subplots(nrows, min(ncols, len(heads)), figsize=(2.6 * min(ncols, len(heads)), 2.6 * nrows), squeeze=False)
+    side = 7 / ncols  # the docs column is about 7 inches: panels share it, and the labels keep their 9 points
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7, side * min(1.5, max(0.6, len(qlab) / len(klab))) * nrows + 0.4), squeeze=False)
     for ax, h in zip(axes.flat, heads):
         ax.imshow(w[h].numpy(), cmap="viridis", vmin=0, vmax=1)
-        ax.set_xticks(range(len(klab)), klab, rotation=90, fontsize=7); ax.set_yticks(range(len(qlab)), qlab, fontsize=7)
-        ax.set_title(f"head {h}", fontsize=8)
+        ax.set_xticks(range(len(klab)), klab, rotation=90, fontsize=9); ax.set_yticks(range(len(qlab)), qlab, fontsize=9)
+        ax.set_title(f"head {h}", fontsize=10)
     for ax in list(axes.flat)[len(heads):]: ax.axis("off")
-    fig.suptitle(f"{kind} attention, layer {layer % len(model.decoder.layers)}: queries (y) attend to keys (x)", fontsize=9)
+    fig.suptitle(f"{kind} attention, layer {layer % len(model.decoder.layers)}: queries (y) attend to keys (x)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -152,14 +154,14 @@ def plot_attention_lines(model: Transformer, src: list[int], tgt: list[int], kin
     qlab, klab = {"encoder": (xs, xs), "self": (ys, ys), "cross": (ys, xs)}[kind]
     heads = list(range(w.size(0))) if heads is None else heads
     import matplotlib.pyplot as plt  # here, not at the top: the command-line scripts start without it
-    fig, ax = plt.subplots(figsize=(0.6 * max(len(qlab), len(klab)) + 1, 2.8))
+    fig, ax = plt.subplots(figsize=(min(7, 0.6 * max(len(qlab), len(klab)) + 1), 2.8))  # at most the docs column's 7 inches
     colors = plt.cm.tab10.colors
     for n, h in enumerate(heads):
         for i in ([query] if query is not None else range(len(qlab))):
             for j in range(len(klab)):
                 ax.plot([i, j], [1, 0], color=colors[n % 10], alpha=float(w[h, i, j]), lw=2)
-    for i, t in enumerate(qlab): ax.text(i, 1.05, t, ha="center", va="bottom", rotation=90, fontsize=8)
-    for j, t in enumerate(klab): ax.text(j, -0.05, t, ha="center", va="top", rotation=90, fontsize=8)
+    for i, t in enumerate(qlab): ax.text(i, 1.05, t, ha="center", va="bottom", rotation=90, fontsize=9)
+    for j, t in enumerate(klab): ax.text(j, -0.05, t, ha="center", va="top", rotation=90, fontsize=9)
     ax.set_ylim(-0.7, 1.8); ax.axis("off")
     ax.set_title(f"{kind} attention, layer {layer % len(model.decoder.layers)}, heads {heads}: queries (top) -> keys (bottom)", fontsize=9)
     return fig
