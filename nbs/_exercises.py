@@ -20,7 +20,7 @@ def use_reference() -> bool:
     return bool(os.environ.get('IN_TEST'))
 
 
-def check(title: str, test, hint: str = '') -> bool:
+def check(title: str, test, hint: str = '') -> None:
     """Run `test()`, which asserts; print whether the answer is right. Under `nbdev_test` a wrong answer raises, so the
     reference solution is checked on every test run."""
     try:
@@ -33,10 +33,9 @@ def check(title: str, test, hint: str = '') -> bool:
         msg = f'not yet: your code raised {type(e).__name__}: {e}' + (f' (hint: {hint})' if hint else '')
     else:
         print(f'✓ {title}: right')
-        return True
+        return   # nothing returned: the cell shows only the line above
     if use_reference(): raise AssertionError(f'{title}: the reference solution fails its own check: {msg}')
     print(f'✗ {title}: {msg}')
-    return False
 
 
 def expect_close(got, want, what: str, atol: float = 1e-5):
