@@ -85,7 +85,7 @@ def _check_mask(m: Tensor, name: str, shapes: list, expected: str):
 
 # %% ../nbs/01_attention.ipynb #63200d75
 @torch.no_grad()
-def copy_to_torch_mha(mha: MultiHeadAttention, ref: nn.MultiheadAttention):
+def copy_to_torch_mha(mha: nn.Module, ref: nn.MultiheadAttention):
     "Copy the weights of our `MultiHeadAttention` (or `SimpleMultiHeadAttention`) into an `nn.MultiheadAttention` of the same size."
     ref.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
     ref.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))

@@ -118,7 +118,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                n_valid=len(valid), n_test=len(test),
                chosen=chosen, selection=selection, selected_by=f"validation BLEU, beam {select_beam}",
                test_beam=dict(beam_size=beam_size, alpha=alpha, **scores(beam)), test_greedy=dict(beam_size=1, **scores(greedy)),
-               bleu_tok_lc_note="sacreBLEU corpus BLEU with lowercase=True and its default 13a tokenization",
+               bleu_tok_lc_note="sacreBLEU corpus BLEU with lowercase=True and its default 18 tokenization",
                direction=f"{src_lang}-{lang}",
                parameters=count_parameters(model), steps=last["step"], model_config=last["model_config"],
                train_config=last["train_config"], precision=last["train_config"]["precision"],

@@ -140,6 +140,7 @@ def process_nb(path: Path):
     cwd = os.getcwd()
     try:
         os.chdir(path.parent)  # notebooks run from nbs/, as under nbdev_test
+        if str(path.parent) not in sys.path: sys.path.insert(0, str(path.parent))  # nbs/_exercises.py, as under nbdev_test
         FilterDefaults()(nb)
     except Exception as e: raise DocsError(f'{path}: nbdev processing failed: {e}') from e
     finally:
