@@ -11,10 +11,10 @@ from typing import Callable, Iterable
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'warn', 'atomic_write', 'new_directory', 'Corpus',
-           'read_parallel', 'copy_task_pairs', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch',
-           'download_multi30k', 'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'skip_rest_without',
-           'SubwordTokenizer', 'encode_pairs']
+__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'Corpus', 'read_parallel', 'copy_task_pairs',
+           'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k', 'new_directory',
+           'skip_rest_without', 'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer',
+           'encode_pairs', 'warn', 'atomic_write']
 
 # %% ../nbs/06_data.ipynb #5d7fad3e
 def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line; "-": standard input
@@ -40,46 +40,6 @@ def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), on
             raise ValueError(f"{name}, line {i}: invalid UTF-8 at byte {e.start} "
                              f"({raw[max(0, e.start - 12):e.start + 12]!r}); expected UTF-8 text") from None
     return lines
-
-# %% ../nbs/06_data.ipynb #419c5b7f
-def warn(message: str):
-    "One line on stderr, prefixed `warning:` (for what a command skipped or repaired on its way)."
-    print(f"warning: {message}", file=sys.stderr, flush=True)
-
-def atomic_write(path: str | Path, # the file to (re)write
-                 data, # bytes, str (written as UTF-8), or a function that writes to a binary file object
-                ) -> Path:
-    "Write to `path.tmp`, fsync, then rename onto `path` (atomic on POSIX): a failure leaves the old file, or none."
-    path = Path(path)
-    write = data if callable(data) else (lambda f: f.write(data.encode("utf-8") if isinstance(data, str) else data))
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f); f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        # a full disk: OSError from a plain write; torch.save's zip writer reports it as "unexpected pos ..."
-        if isinstance(e, OSError) or (isinstance(e, RuntimeError) and ("unexpected pos" in str(e) or "file write failed" in str(e))):
-            why = (e.strerror or str(e)) if isinstance(e, OSError) else "the file system took only part of it"
-            raise OSError(f"{path}: could not be written ({why}); is the disk full?") from None
-        raise
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
-    return path
-
-@contextlib.contextmanager
-def new_directory(directory: str | Path):
-    "For a block that creates `directory`: if the block fails, remove the directories on its path that did not exist before and are empty."
-    d = Path(directory).absolute()
-    created = [q for q in (d, *d.parents) if not q.exists()]  # deepest first
-    try: yield d
-    except BaseException:
-        for q in created:  # a failed command leaves no empty directory behind; one holding anything stays
-            try: q.rmdir()
-            except OSError: break
-        raise
-
 
 # %% ../nbs/06_data.ipynb #863b80e7
 @dataclass
@@ -129,7 +89,9 @@ def copy_task_pairs(n: int, # number of pairs
     seqs = [[rng.randrange(low, vocab_size) for _ in range(rng.randint(min_len, max_len))] for _ in range(n)]
     return [(s, list(s)) for s in seqs]
 
-# %% ../nbs/06_data.ipynb #d3176818
+# %% ../nbs/06_data.ipynb #e244c745
+# Plumbing that `load_recipe` needs: where the data lives, checksummed downloads, skipping a notebook that lacks its data.
+# The engine room at the end of the page explains and tests it.
 def default_data_dir() -> Path:
     "`$AT_DATA_DIR`, else the first `shared/data` found beside an ancestor of the package or of the working directory."
     if os.environ.get("AT_DATA_DIR"): return Path(os.environ["AT_DATA_DIR"])
@@ -142,7 +104,6 @@ def default_cache_dir() -> Path:
     "`$AT_CACHE_DIR`, else `~/.cache/annotated_transformer`: where downloads go."
     return Path(os.environ.get("AT_CACHE_DIR") or Path.home() / ".cache" / "annotated_transformer")
 
-# %% ../nbs/06_data.ipynb #98b8ca29
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/"
 MULTI30K_SHA256 = {  # sha256 of the official gzipped files (data last changed in commit c9be912, 2018-01-17)
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
@@ -184,6 +145,31 @@ def download_multi30k(cache_dir: str | Path | None = None, # default: `default_c
     out = Path(cache_dir or default_cache_dir()) / "multi30k"
     for name, sha in MULTI30K_SHA256.items(): fetch(base_url + name, out / name, sha)
     return out
+
+@contextlib.contextmanager
+def new_directory(directory: str | Path):
+    "For a block that creates `directory`: if the block fails, remove the directories on its path that did not exist before and are empty."
+    d = Path(directory).absolute()
+    created = [q for q in (d, *d.parents) if not q.exists()]  # deepest first
+    try: yield d
+    except BaseException:
+        for q in created:  # a failed command leaves no empty directory behind; one holding anything stays
+            try: q.rmdir()
+            except OSError: break
+        raise
+
+def skip_rest_without(load: Callable, # reads (or downloads) what the rest of the notebook needs; raises OSError when it cannot
+                      what: str, # the data's name, for the message
+                     ) -> bool: # True when `load()` succeeded
+    "In a notebook: run `load()`; if the data is missing, say so and skip the notebook's remaining cells (elsewhere: raise)."
+    try: load(); return True
+    except OSError as e:
+        import builtins  # IPython puts `get_ipython` there only while it runs a cell: a notebook, not a shell left in the process
+        if (ip := getattr(builtins, "get_ipython", lambda: None)()) is None: raise
+        print(f"skipping the rest of this notebook: {what} is not available ({e})")
+        skipped = f"print({f'skipped: {what} is not available'!r})\n"
+        ip.input_transformers_cleanup.append(lambda lines: [skipped])  # every later cell only says so (in Jupyter too, until a restart)
+        return False
 
 # %% ../nbs/06_data.ipynb #5e92aa6b
 @dataclass
@@ -254,20 +240,6 @@ def load_recipe(name: str, # "copy", "multi30k", "iwslt14", "wmt14" or a registe
     corpus = read_parallel(src, tgt, split, hint)
     corpus.name = name
     return corpus
-
-# %% ../nbs/06_data.ipynb #c0a1e039
-def skip_rest_without(load: Callable, # reads (or downloads) what the rest of the notebook needs; raises OSError when it cannot
-                      what: str, # the data's name, for the message
-                     ) -> bool: # True when `load()` succeeded
-    "In a notebook: run `load()`; if the data is missing, say so and skip the notebook's remaining cells (elsewhere: raise)."
-    try: load(); return True
-    except OSError as e:
-        import builtins  # IPython puts `get_ipython` there only while it runs a cell: a notebook, not a shell left in the process
-        if (ip := getattr(builtins, "get_ipython", lambda: None)()) is None: raise
-        print(f"skipping the rest of this notebook: {what} is not available ({e})")
-        skipped = f"print({f'skipped: {what} is not available'!r})\n"
-        ip.input_transformers_cleanup.append(lambda lines: [skipped])  # every later cell only says so (in Jupyter too, until a restart)
-        return False
 
 # %% ../nbs/06_data.ipynb #a687c0dc
 class SubwordTokenizer:
@@ -352,3 +324,30 @@ def encode_pairs(corpus: Corpus, # text pairs, or id pairs (copy task)
     if max_len is not None: pairs = [(s, t) for s, t in pairs if max(len(s), len(t)) + 1 <= max_len]
     corpus.stats.update(too_long=len(corpus) - len(pairs), kept=len(pairs))
     return pairs
+
+# %% ../nbs/06_data.ipynb #3ba57171
+def warn(message: str):
+    "One line on stderr, prefixed `warning:` (for what a command skipped or repaired on its way)."
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+def atomic_write(path: str | Path, # the file to (re)write
+                 data, # bytes, str (written as UTF-8), or a function that writes to a binary file object
+                ) -> Path:
+    "Write to `path.tmp`, fsync, then rename onto `path` (atomic on POSIX): a failure leaves the old file, or none."
+    path = Path(path)
+    write = data if callable(data) else (lambda f: f.write(data.encode("utf-8") if isinstance(data, str) else data))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        # a full disk: OSError from a plain write; torch.save's zip writer reports it as "unexpected pos ..."
+        if isinstance(e, OSError) or (isinstance(e, RuntimeError) and ("unexpected pos" in str(e) or "file write failed" in str(e))):
+            why = (e.strerror or str(e)) if isinstance(e, OSError) else "the file system took only part of it"
+            raise OSError(f"{path}: could not be written ({why}); is the disk full?") from None
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
+    return path
