@@ -12,7 +12,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Sampler
 
 # %% auto #0
-__all__ = ['Batch', 'collate', 'TokenBatchSampler', 'default_max_tokens', 'make_loader', 'padding_fraction']
+__all__ = ['Batch', 'collate', 'TokenBatchSampler', 'padding_fraction', 'default_max_tokens', 'make_loader']
 
 # %% ../nbs/07_batching.ipynb #5fd211d6
 @dataclass
@@ -128,6 +128,20 @@ def _balance(batches, world_size):
         batches[j:j + 1] = [batches[j][:half], batches[j][half:]]
     return batches
 
+# %% ../nbs/07_batching.ipynb #f51caa39
+def padding_fraction(batches: list[list[int]], # batches of pair indices
+                     src_lens, tgt_lens, # tokens per pair, special tokens included
+                     pad_to: int | None = None, # pad every batch to this length instead of its longest member
+                    ) -> dict: # share of padded positions on the source, the target and both
+    "Fraction of tensor positions that are padding when each batch is padded to its longest member (or to `pad_to`)."
+    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)
+    tot = {"src": 0, "tgt": 0}; real = {"src": 0, "tgt": 0}
+    for b in batches:
+        for side, lens in (("src", src_lens[b]), ("tgt", tgt_lens[b])):
+            tot[side] += len(b) * (pad_to or lens.max()); real[side] += lens.sum()
+    out = {k: float(1 - real[k] / tot[k]) for k in tot}
+    return dict(out, both=float(1 - (real["src"] + real["tgt"]) / (tot["src"] + tot["tgt"])))
+
 # %% ../nbs/07_batching.ipynb #4d5be7d6
 def default_max_tokens(device: str | torch.device | None = None) -> int: # tokens per batch and side, per rank
     "A starting token budget for the device: the paper's 25000 on a GPU with >= 40 GB, 8000 on a smaller GPU, 2000 on a CPU."
@@ -146,17 +160,3 @@ def make_loader(pairs: list[tuple[list[int], list[int]]], # (src ids, tgt ids) w
                                            seed=seed, rank=rank, world_size=world_size)
     return DataLoader(pairs, batch_sampler=sampler, num_workers=num_workers, pin_memory=pin_memory,
                       collate_fn=partial(collate, pad_idx=pad_idx, bos_idx=bos_idx, eos_idx=eos_idx))
-
-# %% ../nbs/07_batching.ipynb #f51caa39
-def padding_fraction(batches: list[list[int]], # batches of pair indices
-                     src_lens, tgt_lens, # tokens per pair, special tokens included
-                     pad_to: int | None = None, # pad every batch to this length instead of its longest member
-                    ) -> dict: # share of padded positions on the source, the target and both
-    "Fraction of tensor positions that are padding when each batch is padded to its longest member (or to `pad_to`)."
-    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)
-    tot = {"src": 0, "tgt": 0}; real = {"src": 0, "tgt": 0}
-    for b in batches:
-        for side, lens in (("src", src_lens[b]), ("tgt", tgt_lens[b])):
-            tot[side] += len(b) * (pad_to or lens.max()); real[side] += lens.sum()
-    out = {k: float(1 - real[k] / tot[k]) for k in tot}
-    return dict(out, both=float(1 - (real["src"] + real["tgt"]) / (tot["src"] + tot["tgt"])))
