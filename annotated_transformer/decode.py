@@ -13,14 +13,29 @@ from .model import Transformer
 from .attention import merge_masks, to_sdpa_mask
 
 # %% auto #0
-__all__ = ['length_penalty', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'beam_search',
-           'hypotheses_to_tensor', 'score_hypothesis', 'DecodingConstraint', 'StaticKVCache', 'time_decoding']
+__all__ = ['length_penalty', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState',
+           'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
 
 # %% ../nbs/10_decode.ipynb #373c1b20
 def length_penalty(length, # |Y|: generated tokens, EOS included
                    alpha: float = 0.6): # alpha = 0 turns the penalty off
     "GNMT's length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha."
     return ((5 + length) / 6) ** alpha
+
+# %% ../nbs/10_decode.ipynb #869128c9
+class DecodingConstraint:
+    "Which tokens each of N rows may produce next; this base class allows all of them."
+    def begin(self, beams: int, # rows per sentence: 1 for greedy decoding, K for beam search
+              limit: Tensor): # (B,) longest output per sentence, EOS included
+        "Start N = B * beams rows; row i decodes sentence i // beams."
+        self.n_rows = len(limit) * beams
+    def allowed(self) -> Tensor: # bool (N, V) or broadcastable: True = may be produced next
+        "The tokens each row may produce at this step."
+        return torch.ones(1, 1, dtype=torch.bool)
+    def advance(self, tok: Tensor): # (N,) the token each row produced
+        "Update each row's state with the token it took."
+    def reorder(self, index: Tensor): # (N,) row i continues row index[i]
+        "Make per-row state follow re-ranked beams (called before `advance`)."
 
 # %% ../nbs/10_decode.ipynb #a3359424
 def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor | None = None, max_len_a: float = 1.0,
@@ -216,21 +231,6 @@ def score_hypothesis(model: Transformer, src: Tensor, # one source sentence (1, 
     memory = model.encode(src, src_key_padding_mask)  # (1, S, D)
     logp = model.generator(model.decode(tgt[:, :-1], memory, src_key_padding_mask)).log_softmax(-1)  # (1, T, V)
     return logp[0].gather(1, tgt[0, 1:, None]).sum().item() / length_penalty(len(hyp), alpha)
-
-# %% ../nbs/10_decode.ipynb #869128c9
-class DecodingConstraint:
-    "Which tokens each of N rows may produce next; this base class allows all of them."
-    def begin(self, beams: int, # rows per sentence: 1 for greedy decoding, K for beam search
-              limit: Tensor): # (B,) longest output per sentence, EOS included
-        "Start N = B * beams rows; row i decodes sentence i // beams."
-        self.n_rows = len(limit) * beams
-    def allowed(self) -> Tensor: # bool (N, V) or broadcastable: True = may be produced next
-        "The tokens each row may produce at this step."
-        return torch.ones(1, 1, dtype=torch.bool)
-    def advance(self, tok: Tensor): # (N,) the token each row produced
-        "Update each row's state with the token it took."
-    def reorder(self, index: Tensor): # (N,) row i continues row index[i]
-        "Make per-row state follow re-ranked beams (called before `advance`)."
 
 # %% ../nbs/10_decode.ipynb #ccb41d94
 class StaticKVCache:
