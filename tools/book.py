@@ -104,9 +104,10 @@ def _next_idx(cells) -> int | None:
 
 
 def _insert_at(cells) -> int:
-    "After the last markdown cell (the page's 'What we built'), before the hidden export cell"
-    last_md = max((i for i, c in enumerate(cells) if c['cell_type'] == 'markdown'), default=len(cells) - 1)
-    return last_md + 1
+    "At the page's end: before its trailing hidden `nbdev_export()` cell if it has one"
+    n = len(cells)
+    while n and cells[n - 1]['cell_type'] == 'code' and 'nbdev_export(' in ''.join(cells[n - 1]['source']): n -= 1
+    return n
 
 
 def sync_next(fix: bool = False, nbs: Path = NBS) -> list:
