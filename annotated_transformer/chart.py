@@ -403,15 +403,15 @@ def plot_span_chart(scores: Tensor, # (N+1, N+1, L) label scores of one sentence
     grid = torch.full((n, n), float("nan"))  # [width - 1, start]
     for w in range(1, n + 1):
         for i in range(n - w + 1): grid[w - 1, i] = best[i, i + w]
-    if ax is None: _, ax = plt.subplots(figsize=(min(7, 1 + 0.55 * n), min(5.5, 1 + 0.45 * n)))
+    if ax is None: _, ax = plt.subplots(figsize=(min(7, 1.6 + 0.6 * n), min(6.5, 1.2 + 0.5 * n)))
     lim = float(grid.nan_to_num(0).abs().max()) or 1.0
     im = ax.imshow(grid, cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower", aspect="auto")
     for i, j, l in spans:
         ax.add_patch(Rectangle((i - 0.5, j - i - 1.5), 1, 1, fill=False, lw=2, color="k"))
-        ax.text(i, j - i - 1, labels[l], ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(n), words, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(n), range(1, n + 1), fontsize=8)
+        ax.text(i, j - i - 1, labels[l], ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(n), words, rotation=45, ha="right", fontsize=9)
+    ax.set_yticks(range(n), range(1, n + 1), fontsize=9)
     ax.set_xlabel("first word of the span"); ax.set_ylabel("span width (words)")
     ax.figure.colorbar(im, ax=ax, label="best constituent score (empty = 0)", shrink=0.8)
-    if title: ax.set_title(title, fontsize=9)
+    if title: ax.set_title(title, fontsize=10)
     return ax

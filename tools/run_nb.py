@@ -4,7 +4,7 @@
 
 Cells flagged `slow`, `cuda`, `multigpu` or `rerun` keep their stored outputs unless `--flags` names the flag; with
 `--cells`, only the cells with those indices run (plus every cell that imports, so that names exist) and the others
-keep their outputs. Runs from the notebook's folder, as `nbdev_test` does, but without `IN_TEST`: exercise checks show
+keep their outputs; with `--store`, the whole notebook runs but only the listed cells take their new outputs. Runs from the notebook's folder, as `nbdev_test` does, but without `IN_TEST`: exercise checks show
 what a reader sees before answering. Then `nbdev_clean` tidies the file.
 """
 import argparse, os, sys, time
@@ -13,13 +13,14 @@ from pathlib import Path
 FLAGS = {'slow', 'cuda', 'multigpu', 'rerun'}
 
 
-def run(path: Path, flags=(), cells=None) -> float:
+def run(path: Path, flags=(), cells=None, store=None) -> float:
     from execnb.nbio import read_nb, write_nb
     from execnb.shell import CaptureShell
     from nbdev.process import NBProcessor, extract_directives
     os.environ.pop('IN_TEST', None)
     nb = read_nb(path)
     skip = FLAGS - set(flags)
+    old = {i: c.get('outputs') for i, c in enumerate(nb.cells)}
 
     def _skip(cell):
         if cell.cell_type != 'code': return True
@@ -39,6 +40,9 @@ def run(path: Path, flags=(), cells=None) -> float:
         sh.run_all(nb, exc_stop=True, preproc=_skip)
     finally:
         os.chdir(cwd)
+    if store is not None:   # keep every other cell's stored outputs
+        for i, c in enumerate(nb.cells):
+            if i not in store and old[i] is not None: c['outputs'] = old[i]
     write_nb(nb, path)
     return time.time() - t0
 
@@ -48,10 +52,11 @@ def main(argv=None):
     ap.add_argument('notebooks', nargs='+', type=Path)
     ap.add_argument('--flags', nargs='*', default=[], help='also run the cells with these flags (e.g. slow)')
     ap.add_argument('--cells', nargs='*', type=int, help='run only these cell indices (and the import cells)')
+    ap.add_argument('--store', nargs='*', type=int, help='run the whole notebook but store only these cells\' new outputs')
     a = ap.parse_args(argv)
     for p in a.notebooks:
         if not p.exists(): ap.error(f'{p}: no such notebook')
-        dt = run(p.resolve(), a.flags, set(a.cells) if a.cells is not None else None)
+        dt = run(p.resolve(), a.flags, set(a.cells) if a.cells is not None else None, set(a.store) if a.store is not None else None)
         print(f'{p}: ran in {dt:.1f}s')
     import subprocess
     for p in a.notebooks: subprocess.run(['nbdev_clean', '--fname', str(p)], check=False)
