@@ -31,7 +31,7 @@ def _check_schedule_args(d_model, warmup_steps, factor):
     if factor <= 0: raise ValueError(f"factor={factor}: expected a positive multiplier of the schedule")
 
 # %% ../nbs/08_optim.ipynb #181596f0
-# Not in the paper, explained in the engine room at the end of the page: which Adam kernel runs, and a cooldown.
+# Not in the paper, explained in 37_optimizer_kernels: which Adam kernel runs, and a cooldown.
 ADAM_IMPLS = ("auto", "readable", "foreach", "fused")
 
 def adam_impl(impl: str, # "auto", "readable", "foreach" or "fused"
@@ -89,7 +89,7 @@ def make_scheduler(optimizer: torch.optim.Optimizer, # built by `make_optimizer`
     return LambdaLR(optimizer, partial(_noam_lambda, d_model=d_model, warmup_steps=warmup_steps, factor=factor,
                                        max_steps=max_steps, cooldown_steps=cooldown_steps))
 
-# %% ../nbs/08_optim.ipynb #1513794c
+# %% ../nbs/37_optimizer_kernels.ipynb #1513794c
 def make_optimizer_and_scheduler(model: nn.Module | Iterable, # a model, or its parameters
                                  d_model: int, # model width D (from `TransformerConfig`)
                                  cfg, # a `TrainConfig`: lr_factor, warmup_steps, max_steps, cooldown_steps, betas, eps
