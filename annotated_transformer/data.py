@@ -11,10 +11,7 @@ from typing import Callable, Iterable
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'read_lines', 'Corpus', 'read_parallel', 'copy_task_pairs',
-           'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k', 'new_directory',
-           'skip_rest_without', 'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer',
-           'encode_pairs', 'warn', 'atomic_write']
+__all__ = ['RECIPES', 'read_lines', 'Corpus', 'read_parallel', 'copy_task_pairs', 'Recipe', 'register_recipe', 'recipe_files', 'load_recipe', 'SubwordTokenizer', 'encode_pairs', 'MULTI30K_URL', 'MULTI30K_SHA256', 'warn', 'atomic_write', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k', 'new_directory', 'skip_rest_without']
 
 # %% ../nbs/06_data.ipynb #5d7fad3e
 def read_lines(path: str | Path, # UTF-8 text file, plain or gzipped (`.gz`), one item per line; "-": standard input
@@ -88,88 +85,6 @@ def copy_task_pairs(n: int, # number of pairs
     rng = random.Random(seed)
     seqs = [[rng.randrange(low, vocab_size) for _ in range(rng.randint(min_len, max_len))] for _ in range(n)]
     return [(s, list(s)) for s in seqs]
-
-# %% ../nbs/06_data.ipynb #e244c745
-# Plumbing that `load_recipe` needs: where the data lives, checksummed downloads, skipping a notebook that lacks its data.
-# The engine room at the end of the page explains and tests it.
-def default_data_dir() -> Path:
-    "`$AT_DATA_DIR`, else the first `shared/data` found beside an ancestor of the package or of the working directory."
-    if os.environ.get("AT_DATA_DIR"): return Path(os.environ["AT_DATA_DIR"])
-    for base in (Path(globals().get("__file__", ".")).resolve().parent, Path.cwd().resolve()):
-        for p in (base, *base.parents):
-            if (p / "shared" / "data").is_dir(): return p / "shared" / "data"
-    return Path("../shared/data")
-
-def default_cache_dir() -> Path:
-    "`$AT_CACHE_DIR`, else `~/.cache/annotated_transformer`: where downloads go."
-    return Path(os.environ.get("AT_CACHE_DIR") or Path.home() / ".cache" / "annotated_transformer")
-
-MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/"
-MULTI30K_SHA256 = {  # sha256 of the official gzipped files (data last changed in commit c9be912, 2018-01-17)
-    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
-    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
-    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
-    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
-    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
-    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"}
-
-def sha256_file(path: str | Path) -> str:
-    "Hex sha256 of a file's bytes."
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""): h.update(chunk)
-    return h.hexdigest()
-
-def fetch(url: str, dest: str | Path, sha256: str) -> Path:
-    "Download `url` to `dest` unless a file with the expected sha256 is already there; a mismatch is an error."
-    dest = Path(dest)
-    if dest.is_file() and sha256_file(dest) == sha256: return dest
-    part = dest.with_name(dest.name + ".part")
-    with new_directory(dest.parent):  # a failed first download leaves no empty cache directory
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
-        except OSError as e:  # no network, a refused connection, a missing file:// source
-            part.unlink(missing_ok=True)
-            raise OSError(f"{url}: download failed ({getattr(e, 'reason', e)}); without a network, copy the file to {dest}") from e
-        if (got := sha256_file(part)) != sha256:
-            part.unlink()
-            raise ValueError(f"{url}: sha256 mismatch, expected {sha256} but got {got}; the download is corrupt "
-                             f"or the file changed upstream, nothing was written to {dest}")
-        return part.replace(dest)
-
-def download_multi30k(cache_dir: str | Path | None = None, # default: `default_cache_dir()`
-                      base_url: str = MULTI30K_URL, # the official release; any URL with the same files works
-                     ) -> Path: # the directory holding the six `.gz` files
-    "Download Multi30k task 1 (train, val, test_2016_flickr; de and en) into `cache_dir/multi30k`, checking sha256."
-    out = Path(cache_dir or default_cache_dir()) / "multi30k"
-    for name, sha in MULTI30K_SHA256.items(): fetch(base_url + name, out / name, sha)
-    return out
-
-@contextlib.contextmanager
-def new_directory(directory: str | Path):
-    "For a block that creates `directory`: if the block fails, remove the directories on its path that did not exist before and are empty."
-    d = Path(directory).absolute()
-    created = [q for q in (d, *d.parents) if not q.exists()]  # deepest first
-    try: yield d
-    except BaseException:
-        for q in created:  # a failed command leaves no empty directory behind; one holding anything stays
-            try: q.rmdir()
-            except OSError: break
-        raise
-
-def skip_rest_without(load: Callable, # reads (or downloads) what the rest of the notebook needs; raises OSError when it cannot
-                      what: str, # the data's name, for the message
-                     ) -> bool: # True when `load()` succeeded
-    "In a notebook: run `load()`; if the data is missing, say so and skip the notebook's remaining cells (elsewhere: raise)."
-    try: load(); return True
-    except OSError as e:
-        import builtins  # IPython puts `get_ipython` there only while it runs a cell: a notebook, not a shell left in the process
-        if (ip := getattr(builtins, "get_ipython", lambda: None)()) is None: raise
-        print(f"skipping the rest of this notebook: {what} is not available ({e})")
-        skipped = f"print({f'skipped: {what} is not available'!r})\n"
-        ip.input_transformers_cleanup.append(lambda lines: [skipped])  # every later cell only says so (in Jupyter too, until a restart)
-        return False
 
 # %% ../nbs/06_data.ipynb #5e92aa6b
 @dataclass
@@ -325,7 +240,7 @@ def encode_pairs(corpus: Corpus, # text pairs, or id pairs (copy task)
     corpus.stats.update(too_long=len(corpus) - len(pairs), kept=len(pairs))
     return pairs
 
-# %% ../nbs/06_data.ipynb #3ba57171
+# %% ../nbs/36_data_files.ipynb #3ba57171
 def warn(message: str):
     "One line on stderr, prefixed `warning:` (for what a command skipped or repaired on its way)."
     print(f"warning: {message}", file=sys.stderr, flush=True)
@@ -351,3 +266,87 @@ def atomic_write(path: str | Path, # the file to (re)write
     with contextlib.suppress(OSError):  # make the rename itself durable
         fd = os.open(path.parent, os.O_RDONLY); os.fsync(fd); os.close(fd)
     return path
+
+# %% ../nbs/36_data_files.ipynb #b39a8374
+def default_data_dir() -> Path:
+    "`$AT_DATA_DIR`, else the first `shared/data` found beside an ancestor of the package or of the working directory."
+    if os.environ.get("AT_DATA_DIR"): return Path(os.environ["AT_DATA_DIR"])
+    for base in (Path(globals().get("__file__", ".")).resolve().parent, Path.cwd().resolve()):
+        for p in (base, *base.parents):
+            if (p / "shared" / "data").is_dir(): return p / "shared" / "data"
+    return Path("../shared/data")
+
+def default_cache_dir() -> Path:
+    "`$AT_CACHE_DIR`, else `~/.cache/annotated_transformer`: where downloads go."
+    return Path(os.environ.get("AT_CACHE_DIR") or Path.home() / ".cache" / "annotated_transformer")
+
+
+# %% ../nbs/36_data_files.ipynb #71c3fa07
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/"
+MULTI30K_SHA256 = {  # sha256 of the official gzipped files (data last changed in commit c9be912, 2018-01-17)
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"}
+
+def sha256_file(path: str | Path) -> str:
+    "Hex sha256 of a file's bytes."
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""): h.update(chunk)
+    return h.hexdigest()
+
+def fetch(url: str, dest: str | Path, sha256: str) -> Path:
+    "Download `url` to `dest` unless a file with the expected sha256 is already there; a mismatch is an error."
+    dest = Path(dest)
+    if dest.is_file() and sha256_file(dest) == sha256: return dest
+    part = dest.with_name(dest.name + ".part")
+    with new_directory(dest.parent):  # a failed first download leaves no empty cache directory
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, open(part, "wb") as f: shutil.copyfileobj(r, f)
+        except OSError as e:  # no network, a refused connection, a missing file:// source
+            part.unlink(missing_ok=True)
+            raise OSError(f"{url}: download failed ({getattr(e, 'reason', e)}); without a network, copy the file to {dest}") from e
+        if (got := sha256_file(part)) != sha256:
+            part.unlink()
+            raise ValueError(f"{url}: sha256 mismatch, expected {sha256} but got {got}; the download is corrupt "
+                             f"or the file changed upstream, nothing was written to {dest}")
+        return part.replace(dest)
+
+def download_multi30k(cache_dir: str | Path | None = None, # default: `default_cache_dir()`
+                      base_url: str = MULTI30K_URL, # the official release; any URL with the same files works
+                     ) -> Path: # the directory holding the six `.gz` files
+    "Download Multi30k task 1 (train, val, test_2016_flickr; de and en) into `cache_dir/multi30k`, checking sha256."
+    out = Path(cache_dir or default_cache_dir()) / "multi30k"
+    for name, sha in MULTI30K_SHA256.items(): fetch(base_url + name, out / name, sha)
+    return out
+
+@contextlib.contextmanager
+def new_directory(directory: str | Path):
+    "For a block that creates `directory`: if the block fails, remove the directories on its path that did not exist before and are empty."
+    d = Path(directory).absolute()
+    created = [q for q in (d, *d.parents) if not q.exists()]  # deepest first
+    try: yield d
+    except BaseException:
+        for q in created:  # a failed command leaves no empty directory behind; one holding anything stays
+            try: q.rmdir()
+            except OSError: break
+        raise
+
+
+# %% ../nbs/36_data_files.ipynb #b08bfd81
+def skip_rest_without(load: Callable, # reads (or downloads) what the rest of the notebook needs; raises OSError when it cannot
+                      what: str, # the data's name, for the message
+                     ) -> bool: # True when `load()` succeeded
+    "In a notebook: run `load()`; if the data is missing, say so and skip the notebook's remaining cells (elsewhere: raise)."
+    try: load(); return True
+    except OSError as e:
+        import builtins  # IPython puts `get_ipython` there only while it runs a cell: a notebook, not a shell left in the process
+        if (ip := getattr(builtins, "get_ipython", lambda: None)()) is None: raise
+        print(f"skipping the rest of this notebook: {what} is not available ({e})")
+        skipped = f"print({f'skipped: {what} is not available'!r})\n"
+        ip.input_transformers_cleanup.append(lambda lines: [skipped])  # every later cell only says so (in Jupyter too, until a restart)
+        return False
