@@ -57,11 +57,13 @@ def test_home_page_starts_the_book():
 
 
 def test_reading_path_within_targets_and_printed():
-    "The path from 'Start reading': first attention function within 1,500 words, a trained model's output within 6,000"
+    """The path from 'Start reading': first attention function within 1,500 words, a trained model's output within 6,000;
+    engine-room cells at most 10% of Parts I-II"""
     m = book.measures()
     assert m['to_attention']['words'] <= 1500, m['to_attention']
     assert m['to_trained_output']['words'] <= 6000, m['to_trained_output']
     assert m['to_trained_output']['page'] in book.parts()[0].pages + book.parts()[1].pages
+    assert m['engineering']['share'] <= 0.10, f"engine-room cells are {m['engineering']['share']:.0%} of Parts I-II: {m['engineering']}"
     # the home page prints the same numbers (its stored output is from the current pages)
     out = [o for c in _cells('index') if 'book.measures()' in ''.join(c['source']) for o in c.get('outputs', [])]
     assert out, 'the home page has no cell printing book.measures()'
