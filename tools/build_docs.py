@@ -104,6 +104,7 @@ def _install_table_renderer():
         def _repr_markdown_(self):
             doc = '---\n\n'
             src = sd.NbdevLookup().code(self.fn)
+            if src and src.endswith('#LNone'): src = src[:-len('#LNone')]  # nbdev found no line: link the file itself
             if src: doc += sd._ext_link(src, 'source', 'style="float:right; font-size:smaller"') + '\n\n'
             doc += f'{"#" * self.title_level} {self.nm}\n\n```python\n{self._signature()}\n```\n\n'
             if self.docs: doc += sd._ital_first(self.docs) if hasattr(sd, '_ital_first') else f'*{self.docs}*'
