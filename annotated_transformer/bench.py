@@ -20,15 +20,15 @@ from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
 from .batching import Batch
 from .decode import time_decoding
 from .loss import HiddenStates
-from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cpu_flags, payback_steps, _sync
+from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cpu_flags, payback_steps, sync
 from .tasks import TASKS
 
 # %% auto #0
 __all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'OP_GROUPS', 'bench_config', 'TorchReference', 'copy_to_reference',
            'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops',
-           'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'matmul_tflops',
-           'peak_tflops', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'op_group', 'op_summary',
-           'bench_profile', 'bench_decode', 'bench_decode_batches']
+           'median', 'make_pair', 'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_precision',
+           'matmul_tflops', 'peak_tflops', 'at_threads', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam',
+           'op_group', 'op_summary', 'bench_profile', 'bench_decode', 'bench_decode_batches']
 
 # %% ../nbs/32_benchmarks.ipynb #437bc61c
 def bench_config(preset: str) -> TransformerConfig:
@@ -181,7 +181,7 @@ def time_interleaved(fns: dict, # name -> function of no arguments
     names, times = list(fns), {k: [] for k in fns}
     for r in range(reps):
         for k in (names if r % 2 == 0 else names[::-1]):
-            _sync(device); t0 = time.perf_counter(); fns[k](); _sync(device)
+            sync(device); t0 = time.perf_counter(); fns[k](); sync(device)
             times[k].append(time.perf_counter() - t0)
     return times
 
@@ -199,9 +199,11 @@ def train_flops(cfg: TransformerConfig, B: int, S: int, T: int, # batch, source 
     return dict(linear=lin, attention=att) if split else lin + att
 
 # %% ../nbs/32_benchmarks.ipynb #f5a4bf71
-def _median(xs): return statistics.median(xs)
+def median(xs):
+    "The median of `xs`: what every benchmark reports of its timed repetitions."
+    return statistics.median(xs)
 
-def _pair(cfg, device, seed=0):
+def make_pair(cfg, device, seed=0):
     "Our model and the reference, both initialized from `seed`, on `device`."
     torch.manual_seed(seed); ours = make_model(cfg).to(device)
     torch.manual_seed(seed); ref = TorchReference(cfg).to(device)
@@ -209,11 +211,11 @@ def _pair(cfg, device, seed=0):
 
 def _bench_both(make_step, cfg, batch, precision, reps, warmup, device) -> dict:
     "Time `make_step(model, ...)` for ours and for `nn.Transformer`, interleaved; throughput in target tokens/s."
-    ours, ref = _pair(cfg, device)
+    ours, ref = make_pair(cfg, device)
     t = time_interleaved({"ours": make_step(ours, batch, precision, device),
                           "torch": make_step(ref, batch, precision, device)}, reps, warmup, device)
     n = int((~batch["tgt_key_padding_mask"]).sum())
-    res = {k: dict(step_s=_median(v), tok_per_s=n / _median(v), times=v) for k, v in t.items()}
+    res = {k: dict(step_s=median(v), tok_per_s=n / median(v), times=v) for k, v in t.items()}
     return dict(res, precision=precision, tokens=n, ratio=res["ours"]["tok_per_s"] / res["torch"]["tok_per_s"])
 
 def bench_train(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") -> dict:
@@ -242,8 +244,8 @@ def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu"
     if not max_diff <= atol: raise AssertionError(f"fused and explicit attention differ by {max_diff} > atol={atol}")
     t = time_interleaved({"fused": make_train_step(fused, batch, precision, device),
                           "explicit": make_train_step(explicit, batch, precision, device)}, reps, warmup, device)
-    return dict(precision=precision, max_abs_diff=max_diff, fused_step_s=_median(t["fused"]),
-                explicit_step_s=_median(t["explicit"]), ratio=_median(t["explicit"]) / _median(t["fused"]))
+    return dict(precision=precision, max_abs_diff=max_diff, fused_step_s=median(t["fused"]),
+                explicit_step_s=median(t["explicit"]), ratio=median(t["explicit"]) / median(t["fused"]))
 
 # %% ../nbs/32_benchmarks.ipynb #71d8530c
 def bench_precision(cfg, batch, reps=5, warmup=1, device="cpu") -> dict:
@@ -270,7 +272,7 @@ def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 
     "Measured TFLOP/s of an (n, n) @ (n, n) product in `dtype` at the current thread count: the denominator of the CPU's utilization (no vendor peak there)."
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
-    return 2 * n ** 3 / _median(t) / 1e12
+    return 2 * n ** 3 / median(t) / 1e12
 
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0, "H100": 989.0,
                     "GH200": 989.0, "B200": 2250.0, "A100": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
@@ -282,7 +284,7 @@ def peak_tflops(device_name: str, override: float | None = None) -> float | None
     hits = [k for k in PEAK_BF16_TFLOPS if k.lower() in device_name.lower()]
     return PEAK_BF16_TFLOPS[max(hits, key=len)] if hits else None
 
-def _at_threads(n: int | None, f):
+def at_threads(n: int | None, f):
     "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
     old = torch.get_num_threads()
     if n: torch.set_num_threads(n)
@@ -305,23 +307,23 @@ def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU 
                          "give it for one precision and one thread count, or leave it out to measure each")
     plan = {}
     for t, p in todo:
-        rate = peak or _at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
+        rate = peak or at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
         plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
                                                        f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
     return plan
 
 def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", peak: float | None = None) -> dict:
     "Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (chunked loss, foreach/fused Adam), compiled and eager."
-    ours, ref = _pair(cfg, device)
+    ours, ref = make_pair(cfg, device)
     models, steps, first_s = dict(ours=ours, torch=ref), {}, {}
     for name, (which, kw) in VARIANTS.items():
         steps[name] = make_train_step(models[which], batch, precision, device, **kw)
-        _sync(device); t0 = time.perf_counter(); steps[name](); _sync(device)
+        sync(device); t0 = time.perf_counter(); steps[name](); sync(device)
         first_s[name] = time.perf_counter() - t0  # the first call compiles
     t = time_interleaved(steps, reps, max(0, warmup - 1), device)
     B, S = batch["src"].shape; T = batch["tgt_in"].size(1)
     flops, n = train_flops(cfg, B, S, T), int((~batch["tgt_key_padding_mask"]).sum())
-    res = {k: dict(step_s=_median(v), tok_per_s=n / _median(v), tflops=flops / _median(v) / 1e12, first_call_s=first_s[k],
+    res = {k: dict(step_s=median(v), tok_per_s=n / median(v), tflops=flops / median(v) / 1e12, first_call_s=first_s[k],
                    times=v) for k, v in t.items()}
     for v in res.values(): v["mfu"] = None if not peak else v["tflops"] / peak
     for k, eager in (("ours_compiled", "ours_eager"), ("torch_compiled", "torch_eager"), ("ours_fast", "ours_eager")):
@@ -338,8 +340,8 @@ def bench_loss(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") -> 
     torch.manual_seed(0); model = make_model(cfg).to(device)
     t = time_interleaved({"chunked": make_train_step(model, batch, precision, device, loss="chunked"),
                           "readable": make_train_step(model, batch, precision, device, loss="readable")}, reps, warmup, device)
-    return dict(precision=precision, chunked_step_s=_median(t["chunked"]), readable_step_s=_median(t["readable"]),
-                ratio=_median(t["readable"]) / _median(t["chunked"]))
+    return dict(precision=precision, chunked_step_s=median(t["chunked"]), readable_step_s=median(t["readable"]),
+                ratio=median(t["readable"]) / median(t["chunked"]))
 
 def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
     "Time of one Adam update of our model's parameters: the readable loop, foreach, fused (random gradients)."
@@ -349,7 +351,7 @@ def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
     for o in opts.values():
         for g in o.param_groups: g["lr"] = 1e-6
     t = time_interleaved({k: o.step for k, o in opts.items()}, reps, warmup, device)
-    s = {k: _median(v) for k, v in t.items()}
+    s = {k: median(v) for k, v in t.items()}
     return dict(n_tensors=len(list(model.parameters())), step_s=s, foreach_ratio=s["readable"] / s["foreach"],
                 fused_ratio=s["readable"] / s["fused"])
 
@@ -386,7 +388,7 @@ def _profiled(step, device) -> dict:
     dev = torch.device(device)
     prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else []))
     with _no_fd2(): prof.__enter__()  # only the start and the stop are silenced: the step's own warnings still show
-    try: step(); _sync(dev)
+    try: step(); sync(dev)
     finally:
         with _no_fd2(): prof.__exit__(None, None, None)
     attr = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"  # microseconds
@@ -404,7 +406,7 @@ def op_summary(ops: dict, # {operator: [self ms, calls]} summed over `steps` pro
 def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu") -> dict:
     """The readable training step of ours and of `nn.Transformer` (as `bench_train`) under the profiler, one step of each in turn
     (a change in the machine's load falls on both alike), summarized by `op_summary`, with ours minus theirs per group."""
-    ours, ref = _pair(cfg, device)
+    ours, ref = make_pair(cfg, device)
     fns = {"ours": make_train_step(ours, batch, precision, device), "torch": make_train_step(ref, batch, precision, device)}
     for f in fns.values():
         for _ in range(warmup): f()

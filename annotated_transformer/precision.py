@@ -18,8 +18,8 @@ from .runs import hardware
 
 # %% auto #0
 __all__ = ['NATIVE_BF16_FLAGS', 'COMPILE_MIN_RUN_S', 'COMPILE_MARGIN', 'cpu_flags', 'precision_cache_file', 'resolve_precision',
-           'autocast_for', 'precision_trial', 'precision_key', 'compile_cache_file', 'payback_steps', 'compile_forward',
-           'compile_trial', 'compile_key', 'resolve_compile']
+           'autocast_for', 'sync', 'precision_trial', 'precision_key', 'compile_cache_file', 'payback_steps',
+           'compile_forward', 'compile_trial', 'compile_key', 'resolve_compile']
 
 # %% ../nbs/26_precision.ipynb #1761ceb1
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # x86 CPU flags of native bfloat16 arithmetic
@@ -89,7 +89,7 @@ def autocast_for(device: torch.device, precision: str):
 
 
 # %% ../nbs/26_precision.ipynb #73b06781
-def _sync(device: torch.device | str):
+def sync(device: torch.device | str):
     "Wait for the GPU's queued work (a timer around it measures the work, not the launch); nothing on a CPU."
     if torch.device(device).type == "cuda": torch.cuda.synchronize()
 
@@ -161,7 +161,7 @@ def compile_trial(model: nn.Module, # the model to train (a copy is timed)
     def one_pass(name) -> float:
         t0 = time.perf_counter()
         for b in bs: _trial_step(m, b, device, precision, loss_fn, nets[name])
-        _sync(device)
+        sync(device)
         return time.perf_counter() - t0
     out, times = dict(batches=len(bs)), {k: [] for k in nets}
     with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):  # the run's generators stay untouched

@@ -13,8 +13,9 @@ from .model import make_model, count_parameters
 from .batching import TokenBatchSampler, collate, padding_fraction
 from .data import default_data_dir
 from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
-    PEAK_BF16_TFLOPS, peak_tflops, compile_plan, _at_threads, bench_train, bench_infer, bench_precision, bench_compile,
-    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, bench_profile, _sync, _pair, _median, VARIANTS)
+    PEAK_BF16_TFLOPS, peak_tflops, compile_plan, at_threads, bench_train, bench_infer, bench_precision, bench_compile,
+    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, bench_profile, make_pair, median, VARIANTS)
+from .precision import sync
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
@@ -60,7 +61,7 @@ def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32"
         torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(device); torch.manual_seed(0)
         model = (make_model(cfg) if which == "ours" else TorchReference(cfg)).to(device)
         step = make_train_step(model, random_batch(cfg, batch_size, src_len, device=device), precision, device, **recipe)
-        step(); step(); _sync(device)
+        step(); step(); sync(device)
         res = dict(peak_mb=torch.cuda.max_memory_allocated(device) / 2**20)
         del model, step; torch.cuda.empty_cache()
         return res
@@ -94,7 +95,7 @@ def bench_memory(cfg, batch_size, src_len, precision="fp32", device="cpu", threa
 def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precision="fp32", reps=3, warmup=1,
                  device="cpu") -> dict:
     "Training step time of ours and `nn.Transformer` for each sequence length at `tokens` per batch (no padding)."
-    ours, ref = _pair(cfg, device)
+    ours, ref = make_pair(cfg, device)
     rows = []
     for n in seqlens:
         B = max(1, tokens // n)
@@ -102,7 +103,7 @@ def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precisio
         t = time_interleaved({"ours": make_train_step(ours, batch, precision, device),
                               "torch": make_train_step(ref, batch, precision, device)}, reps, warmup, device)
         fl = train_flops(cfg, B, n, n, split=True)
-        rows.append(dict(n=n, batch_size=B, ours_step_s=_median(t["ours"]), torch_step_s=_median(t["torch"]),
+        rows.append(dict(n=n, batch_size=B, ours_step_s=median(t["ours"]), torch_step_s=median(t["torch"]),
                          linear_flops=fl["linear"], attention_flops=fl["attention"]))
     return dict(precision=precision, tokens=tokens, rows=rows)
 
@@ -144,7 +145,7 @@ def bench_batching(cfg, max_tokens=2048, n_batches=4, precision="fp32", data_dir
         secs, useful = 0.0, 0
         for b in data[warmup:]:
             step = make_train_step(model, b, precision, device)
-            _sync(device); t0 = time.perf_counter(); step(); _sync(device); secs += time.perf_counter() - t0
+            sync(device); t0 = time.perf_counter(); step(); sync(device); secs += time.perf_counter() - t0
             useful += int((~b["tgt_key_padding_mask"]).sum())
         res[name] = dict(padding=padding_fraction(batches[warmup:], src_lens, tgt_lens)["both"], tok_per_s=useful / secs,
                          tokens_per_batch=[int(b["tgt_out"].numel()) for b in data[warmup:]])
@@ -159,11 +160,11 @@ def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda"
     torch.manual_seed(0); model = make_model(cfg).to(device)
     batch = random_batch(cfg, batch_size, src_len, min_frac=1.0, device=device)
     t = time_interleaved({"ours": make_train_step(model, batch, "bf16", device)}, reps, warmup, device)["ours"]
-    tflops = train_flops(cfg, batch_size, src_len, src_len) / _median(t) / 1e12
+    tflops = train_flops(cfg, batch_size, src_len, src_len) / median(t) / 1e12
     peak = peak_tflops(name, peak)
-    return dict(device_name=name, batch_size=batch_size, src_len=src_len, step_s=_median(t), tflops=tflops,
+    return dict(device_name=name, batch_size=batch_size, src_len=src_len, step_s=median(t), tflops=tflops,
                 peak_tflops=peak, mfu=None if peak is None else tflops / peak,
-                tok_per_s=batch_size * src_len / _median(t))
+                tok_per_s=batch_size * src_len / median(t))
 
 # %% ../nbs/33_bench_suite.ipynb #e28d90a2
 BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
@@ -244,7 +245,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
             run("profile", lambda: {**r.get("profile", {}), prec: bench_profile(cfg, batch, prec, reps, warmup, device)})
         run("precision", lambda: bench_precision(cfg, batch, reps, warmup, device))
-        if plan: run("compile", lambda: {k: _at_threads(c["threads"], lambda: bench_compile(cfg, batch, c["precision"], reps, warmup,
+        if plan: run("compile", lambda: {k: at_threads(c["threads"], lambda: bench_compile(cfg, batch, c["precision"], reps, warmup,
                                                                                           device, c["tflops"])) for k, c in plan.items()})
         run("attention", lambda: bench_attention(cfg, batch, "fp32", reps, warmup, device))
         run("loss", lambda: bench_loss(cfg, batch, "fp32", reps, warmup, device))

@@ -1,4 +1,4 @@
-"The experiments layer's house rules (issue 16): modules import only downward, and no two functions share a name."
+"The experiments layer's house rules (issue 16): modules import only downward and only each other's public names, and no two functions share a name."
 import ast, collections, pathlib
 PKG = pathlib.Path(__file__).resolve().parents[1] / "annotated_transformer"
 
@@ -38,6 +38,18 @@ def test_every_module_has_a_floor():
 def test_imports_go_only_downward():
     bad = [f"{p.stem} (floor {FLOORS[p.stem]}) imports {d} (floor {FLOORS[d]})"
            for p in modules() for d in imports(p) if d in FLOORS and FLOORS[d] >= FLOORS[p.stem]]
+    assert not bad, bad
+
+def test_no_private_imports_across_modules():
+    "A name one module needs from another is public there (documented, in its __all__), not a `_name` reached into."
+    bad = []
+    for p in modules() + [PKG / "__init__.py"]:
+        for n in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(n, ast.ImportFrom): continue
+            if n.level: source = n.module or "annotated_transformer"  # `from .x import` (or `from . import`)
+            elif n.module and n.module.split(".")[0] == "annotated_transformer": source = n.module
+            else: continue
+            bad += [f"{p.stem} imports {a.name} from {source} (line {n.lineno})" for a in n.names if a.name.startswith("_")]
     assert not bad, bad
 
 def test_no_two_functions_or_classes_share_a_name():
