@@ -23,9 +23,9 @@ from .table3 import write_summary
 from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'CHOICES', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated', 'run_script',
-           'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_main', 'evaluate_main', 'parse_main',
-           'variations_parser', 'variations_main', 'bench_main']
+__all__ = ['USER_ERRORS', 'BLANK_LINES', 'CHOICES', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated',
+           'run_script', 'write_lines', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_main',
+           'evaluate_main', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
 
 # %% ../nbs/31_cli.ipynb #4f53c87f
 def number(kind: type = int, # int or float
@@ -91,6 +91,33 @@ def run_script(prog: str, # the console script's name, e.g. "at-train"
         return 1
     finally:
         if old is not None: signal.signal(signal.SIGTERM, old)
+
+# %% ../nbs/31_cli.ipynb #c2b8d4f3
+BLANK_LINES = ("A blank input line (empty or only spaces) is skipped: it gets a blank output line, so output line i always "
+               "belongs to input line i. Input with no sentence at all is not an error: its blank lines are written (nothing "
+               "for an empty input), a note goes to stderr and the command exits 0.")
+
+def write_lines(path: str, # a file, or "-" for standard output
+                lines: list[str], # one output line each, without its newline
+               ):
+    "Write `lines` to a file (atomically) or to stdout; a failed write to stdout is one `OSError` naming stdout and how far it got."
+    if path != "-": return atomic_write(path, "".join(l + "\n" for l in lines))
+    n = 0
+    try:
+        sys.stdout.flush()
+        for line in lines: sys.stdout.write(line + "\n"); sys.stdout.flush(); n += 1  # flushed line by line: n lines got there
+    except OSError as e:
+        if sys.stdout is sys.__stdout__:  # what stayed in the buffer goes nowhere at exit, not into a second error
+            null = os.open(os.devnull, os.O_WRONLY); os.dup2(null, sys.stdout.fileno()); os.close(null)
+        raise OSError(f"writing to stdout failed after {n} of {len(lines)} line{'s' * (len(lines) != 1)}: {e.strerror or e}") from None
+
+def _skipped(n_blank: int) -> str: return f"; {n_blank} blank line{'s' * (n_blank != 1)} skipped" if n_blank else ""
+
+def _no_sentences(prog: str, source: str, n_lines: int, verb: str) -> int:
+    "The note for an input without a sentence (`BLANK_LINES`): one line on stderr, exit status 0."
+    what = "it is empty" if not n_lines else f"{n_lines} blank line{'s' * (n_lines != 1)}"
+    print(f"{prog}: no sentences in {'<stdin>' if source == '-' else source} ({what}); nothing to {verb}", file=sys.stderr)
+    return 0
 
 # %% ../nbs/31_cli.ipynb #abfed8fa
 CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), compile=COMPILE_MODES, model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
@@ -181,7 +208,8 @@ def train_main(argv: list[str] | None = None) -> int:
 
 # %% ../nbs/31_cli.ipynb #68d1e8ab
 def _translate(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).")
+    p = argparse.ArgumentParser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).",
+                                epilog=BLANK_LINES)
     p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory written by the trainer")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the one stored inside the checkpoint)")
     p.add_argument("--input", default="-", help="source file, one sentence per line (default: stdin)")
@@ -204,15 +232,15 @@ def _translate(argv: list[str]) -> int:
     lines = read_lines(a.input)
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
+    n = sum(bool(l.strip()) for l in lines)  # sentences: `translate` gives a blank line a blank output line (BLANK_LINES)
     t0 = time.perf_counter()
     hyps = translate(model, tok, lines, a.beam, a.alpha, a.max_len_a, a.max_len_b, a.batch_size, a.too_long, not a.no_early_stop)
     dt = time.perf_counter() - t0
-    scores = bleu_scores(hyps, refs) if refs is not None else None
-    text = "".join(h + "\n" for h in hyps)
-    if a.output == "-": sys.stdout.write(text); sys.stdout.flush()
-    else: atomic_write(a.output, text)
-    print(f"at-translate: {len(lines)} lines in {dt:.2f} s, {len(lines) / max(dt, 1e-9):.1f} sentences/s "
-          f"(beam {a.beam}, batch {a.batch_size}, {device})", file=sys.stderr)
+    scores = bleu_scores(hyps, refs) if refs is not None and n else None
+    write_lines(a.output, hyps)
+    if not n: return _no_sentences("at-translate", a.input, len(lines), "translate")
+    print(f"at-translate: {len(lines)} lines in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
+          f"(beam {a.beam}, batch {a.batch_size}, {device}){_skipped(len(lines) - n)}", file=sys.stderr)
     if scores: print("\n".join(f"{k} = {scores[k]:.2f}  {scores[k + '_signature']}" for k in ("bleu", "chrf", "bleu_tok_lc")), file=sys.stderr)
     return 0
 
@@ -262,7 +290,7 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 
 # %% ../nbs/31_cli.ipynb #38fa2cc6
 def _parse(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).")
+    p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).", epilog=BLANK_LINES)
     p.add_argument("--checkpoint", required=True, nargs="+", help="checkpoint file or run directory, which stands for its newest checkpoint (best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or "
                    "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
@@ -291,16 +319,18 @@ def _parse(argv: list[str]) -> int:
         lines = [str(t) for t in r["trees"]]
     else:
         sents = read_sentences(a.input or "-", longest)
-        res = parse(model, vocab, sents, **kw)
-        lines, n_repaired = [str(t) for t, _ in res], sum(bool(r) for _, r in res)
-    text = "".join(l + "\n" for l in lines)
-    if a.output == "-": sys.stdout.write(text); sys.stdout.flush()
-    else: atomic_write(a.output, text)
+        idx = [i for i, s in enumerate(sents) if s]  # a blank line is not parsed: it gets a blank output line (BLANK_LINES)
+        res = parse(model, vocab, [sents[i] for i in idx], **kw) if idx else []
+        lines, n_repaired = [""] * len(sents), sum(bool(r) for _, r in res)
+        for i, (t, _) in zip(idx, res): lines[i] = str(t)
+    write_lines(a.output, lines)
     if a.gold:
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
               f"{s['precision']:.2f} F1 {s['f1']:.2f} exact {s['exact']:.2f} ({r['repaired']} repaired)", file=sys.stderr)
-    else: print(f"at-parse: {len(lines)} sentence{'s' * (len(lines) != 1)} parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    elif not idx: return _no_sentences("at-parse", a.input or "-", len(sents), "parse")
+    else: print(f"at-parse: {len(idx)} sentence{'s' * (len(idx) != 1)} parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s"
+                f"{_skipped(len(sents) - len(idx))}", file=sys.stderr)
     return 0
 
 def parse_main(argv: list[str] | None = None) -> int:

@@ -94,6 +94,9 @@ class Transformer(nn.Module):
 # %% ../nbs/04_model.ipynb #d30ec41a
 def make_model(cfg: TransformerConfig) -> Transformer:
     "Build a `Transformer` from a config, with tied embeddings and Xavier-initialized weights."
+    if not isinstance(cfg, TransformerConfig):  # a dict (a checkpoint's stored config) or another kind's config
+        hint = "; build one with TransformerConfig(**d) or config_from_dict(TransformerConfig, d)" if isinstance(cfg, dict) else ""
+        raise TypeError(f"make_model: cfg must be a TransformerConfig, got {type(cfg).__name__}{hint}")
     args = (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm_first, cfg.d_k)
     encoder, decoder = Encoder(*args), Decoder(*args)
     for p in list(encoder.parameters()) + list(decoder.parameters()):

@@ -211,15 +211,13 @@ def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:
 # %% ../nbs/19_parser.ipynb #f99a64ab
 def read_sentences(path: str, # a file, or "-" for standard input
                    max_words: int, # longest sentence the model can take (see `parse_main` in the command line)
-                  ) -> list[list[str]]:
-    "Tokenized sentences, one per line; an empty line, invalid UTF-8 or a sentence past the limit is an error naming the line."
+                  ) -> list[list[str]]: # the words of each line; [] for a blank line (`at-parse` skips it)
+    "Tokenized sentences, one per line; invalid UTF-8 or a sentence past the limit is an error naming the line."
     name = "<stdin>" if path == "-" else path
     lines = read_lines(path)  # the one reader: a directory, a missing file or invalid UTF-8 is an error naming it
-    if not lines: raise ValueError(f"{name}: no sentences (the file is empty); expected one tokenized sentence per line")
     out = []
     for n, line in enumerate(lines, 1):
         words = line.split()
-        if not words: raise ValueError(f"{name}, line {n}: empty line; expected one tokenized sentence per line")
         if len(words) > max_words: raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
         out.append(words)
     return out

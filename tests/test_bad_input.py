@@ -14,7 +14,7 @@ no result dict, and `at-train` interrupted by SIGINT / SIGTERM must save and exi
 The entry points live in `ENTRY`: re-point them there when the scripts move (e.g. into `annotated_transformer/cli.py`).
 Everything the tests read is made here in tmp directories (tiny runs of 2-4 steps); nothing is downloaded.
 """
-import csv, hashlib, importlib, io, json, os, random, shutil, signal, subprocess, sys, time
+import csv, errno, hashlib, importlib, io, json, os, random, re, shutil, signal, subprocess, sys, time
 from dataclasses import asdict
 from pathlib import Path
 import pytest, torch
@@ -483,8 +483,7 @@ ROWS = [
     # the input
     row("parse-input-missing", "at-parse", lambda c: pa(c, inp=str(c.tmp / "missing.txt")), X, "missing.txt"),
     row("parse-input-directory", "at-parse", lambda c: pa(c, inp=c.d("indir")), X, "indir"),
-    row("parse-input-empty", "at-parse", lambda c: pa(c, inp=c.f("empty.txt")), X, "empty.txt"),
-    row("parse-input-blank-line", "at-parse", lambda c: pa(c, inp=c.f("blank.txt", "the dog .\n\na cat .\n")), X, "line 2"),
+    # an empty input, and blank lines, are not errors (issue 63): test_input_without_sentences_*, test_blank_lines_*
     row("parse-input-not-utf8", "at-parse", lambda c: pa(c, inp=c.f("latin1.txt", b"the dog .\ncaf\xe9 .\n")), X, "line 2"),
     row("parse-input-too-long", "at-parse", lambda c: pa(c, inp=c.f("long.txt", "the dog .\n" + "dog " * 200 + "\n")), X,
         "line 2"),
@@ -757,3 +756,93 @@ def test_interrupted_train_saves_and_exits_nonzero(tmp_path, empty_cache, sig, c
     if step != logged: problems.append(f"the last checkpoint is step {step} but training reached step {logged}")
     if list(run.glob("*.tmp")): problems.append(f"temporary files left: {list(run.glob('*.tmp'))}")
     assert not problems, "\n  ".join(problems) + f"\n--- stdout tail:\n{out[-600:]}\n--- stderr tail:\n{err[-600:]}"
+
+
+# ---------------------------------------------------------------- issue 63: a full stdout; input with blank lines or no sentence
+
+WRITERS = {"at-translate": tl, "at-parse": pa}  # the two scripts that write one output line per input line
+
+def to_stdout(argv: list[str]) -> list[str]:
+    "The same command line without its --output: the results go to stdout."
+    i = argv.index("--output"); return argv[:i] + argv[i + 2:]
+
+def message_lines(err: str) -> list[str]: return [l for l in err.splitlines() if l.strip()]
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here (Linux has one): no way to fill stdout")
+@pytest.mark.parametrize("script", list(WRITERS))
+def test_a_full_stdout_is_one_line_naming_stdout(case, script, empty_cache):
+    "The installed command with stdout on /dev/full: one line naming stdout and how much got there, exit 1, nothing else."
+    args = [str(a) for a in to_stdout(WRITERS[script](case))]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(console_command(script) + args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+                           cwd=case.tmp / "cwd", env=subprocess_env(empty_cache))
+    expect = f"{script}: error: writing to stdout failed after 0 of 2 lines: No space left on device"
+    assert (r.returncode, message_lines(r.stderr)) == (1, [expect]), r.stderr  # no "Exception ignored" at exit, no traceback
+
+class FullAfter(io.StringIO):
+    "A stdout that takes `n` lines, then fails as a full disk does."
+    def __init__(self, n: int): super().__init__(); self.n = n
+    def write(self, s):
+        if self.getvalue().count("\n") >= self.n: raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(s)
+
+@pytest.mark.parametrize("script", list(WRITERS))
+def test_a_stdout_that_fills_up_counts_the_lines_written(case, capfd, monkeypatch, script):
+    monkeypatch.setattr(sys, "stdout", FullAfter(1))
+    rc, out, err, problems = run_in_process(script, to_stdout(WRITERS[script](case)), capfd)
+    assert not problems and rc == 1, (problems, err)
+    assert message_lines(err) == [f"{script}: error: writing to stdout failed after 1 of 2 lines: No space left on device"], err
+
+def run_on(case, capfd, monkeypatch, script: str, text: str, where: str) -> tuple[int, str, str]:
+    "Run `script` on `text` from a file or stdin, writing to a file or stdout: (exit status, the output, stderr)."
+    argv = [str(a) for a in WRITERS[script](case, inp=case.f("in.txt", text) if where == "file" else "-")]
+    out_file = Path(argv[argv.index("--output") + 1])
+    out_file.unlink(missing_ok=True)
+    if where == "stdin":
+        argv = to_stdout(argv)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8"))
+    rc, out, err, problems = run_in_process(script, argv, capfd)
+    assert not problems, problems
+    if where == "file" and rc == 0:
+        assert out == "", out
+        out = out_file.read_text(encoding="utf-8")
+    return rc, out, err
+
+@pytest.mark.parametrize("where", ["file", "stdin"])
+@pytest.mark.parametrize("text", ["", "\n", " \n\t\n\n"], ids=["empty", "one-blank-line", "blank-lines"])
+@pytest.mark.parametrize("script", list(WRITERS))
+def test_input_without_sentences_exits_0_with_a_note(case, capfd, monkeypatch, script, text, where):
+    "Nothing to do is not an error: one blank output line per input line (none for an empty input), one note on stderr."
+    rc, out, err = run_on(case, capfd, monkeypatch, script, text, where)
+    assert rc == 0, err
+    assert out == "\n" * text.count("\n"), repr(out)
+    notes = message_lines(err)
+    assert len(notes) == 1 and notes[0].startswith(f"{script}: ") and "no sentences" in notes[0], notes
+
+@pytest.mark.parametrize("where", ["file", "stdin"])
+@pytest.mark.parametrize("script", list(WRITERS))
+def test_blank_lines_are_skipped_and_keep_their_place(case, capfd, monkeypatch, script, where):
+    "A blank line is not translated or parsed: it gets a blank output line, and the sentences get what they get alone."
+    sents = "ein hund sitzt\nein mann läuft auf dem gras\n" if script == "at-translate" else "the dog saw a cat .\na man liked the idea .\n"
+    rc, alone, _ = run_on(case, capfd, monkeypatch, script, sents, where)
+    assert rc == 0 and len(alone.splitlines()) == 2
+    first, second = sents.splitlines()
+    rc, out, err = run_on(case, capfd, monkeypatch, script, f"\n{first}\n  \n\t\n{second}\n", where)
+    assert rc == 0, err
+    assert out.split("\n") == ["", alone.splitlines()[0], "", "", alone.splitlines()[1], ""], repr(out)
+    summary = message_lines(err)
+    assert len(summary) == 1 and summary[0].endswith("; 3 blank lines skipped"), summary
+
+def blank_rule(script: str, capfd) -> str:
+    "The paragraph of `script --help` about blank lines, its whitespace normalised."
+    rc, out, err, problems = run_in_process(script, ["--help"], capfd)
+    assert rc == 0 and not problems, err
+    rule = [" ".join(p.split()) for p in out.split("\n\n") if "blank" in p]
+    assert len(rule) == 1, f"{script} --help: no one paragraph on blank lines:\n{out}"
+    return rule[0]
+
+def test_both_help_texts_state_the_same_blank_line_rule(capfd):
+    rule = blank_rule("at-translate", capfd)
+    assert rule == blank_rule("at-parse", capfd)
+    assert all(w in rule for w in ("blank output line", "no sentence", "exits 0")), rule
+

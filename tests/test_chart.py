@@ -34,11 +34,12 @@ def test_train_keeps_the_best_dev_f1_and_resumes(trained, shared_data, cli):
 
 
 def test_parse_prints_trees_over_the_input_words(trained, cli, tmp_path):
-    text = "The dog saw a cat .\nPrices rose sharply in October .\n"
+    text = "The dog saw a cat .\n\nPrices rose sharply in October .\n"  # the blank line is skipped and keeps its place
     r = cli(parse_main, "--checkpoint", trained / "best.pt", stdin=text)
     assert r.returncode == 0, r.stderr
-    trees = [parse_tree(l) for l in r.stdout.splitlines()]
-    assert [t.words() for t in trees] == [l.split() for l in text.splitlines()] and all(t.label == "TOP" for t in trees)
+    assert r.stdout.splitlines()[1] == "" and r.stderr.strip().endswith("; 1 blank line skipped"), (r.stdout, r.stderr)
+    trees = [parse_tree(l) for l in r.stdout.splitlines() if l]
+    assert [t.words() for t in trees] == [l.split() for l in text.splitlines() if l] and all(t.label == "TOP" for t in trees)
     gold = tmp_path / "gold.txt"
     gold.write_text("(TOP (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)))\n")
     g = cli(parse_main, "--checkpoint", trained, "--gold", gold)
@@ -46,8 +47,8 @@ def test_parse_prints_trees_over_the_input_words(trained, cli, tmp_path):
 
 
 def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
-    r = cli(parse_main, "--checkpoint", trained, stdin="one two\n\nthree\n")
-    assert r.returncode == 1 and "<stdin>, line 2: empty line" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = cli(parse_main, "--checkpoint", trained, stdin=b"one two\ncaf\xe9\n")
+    assert r.returncode == 1 and "<stdin>, line 2: invalid UTF-8" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     long = cli(parse_main, "--checkpoint", trained, stdin="w " * 400 + "\n")
     assert long.returncode == 1 and "line 1: 400 words; this model parses at most 298" in long.stderr
     ck = load_checkpoint(trained / "best.pt"); ck["tokenizer"]["labels"] = ck["tokenizer"]["labels"][:-1]

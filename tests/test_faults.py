@@ -1,14 +1,16 @@
 """Faults the bad-input table cannot drive in-process (issue 27): two runs on one run directory, damaged checkpoints, a full
 disk, an interrupted at-evaluate, Ctrl-C while the command starts, a finished run resumed, and the Python API's own checks
-(`TransformerConfig`, `beam_search`, `greedy_decode`). Console-script rows of the same faults are in test_bad_input.ROWS."""
+(`TransformerConfig`, `make_model`, `beam_search`, `greedy_decode`). Console-script rows of the same faults are in test_bad_input.ROWS."""
 import json, os, signal, subprocess, sys, textwrap, time
+from dataclasses import asdict
 from pathlib import Path
 import pytest, torch
 from conftest import write_tiny_multi30k
 from annotated_transformer.cli import train_main, translate_main, evaluate_main
 from annotated_transformer.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, read_checkpoint,
                                               save_checkpoint, make_checkpoint, write_checkpoint)
-from annotated_transformer.config import TransformerConfig, TrainConfig
+from annotated_transformer.config import TransformerConfig, TrainConfig, config_from_dict
+from annotated_transformer.rnn import RNNConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.decode import beam_search, greedy_decode
 
@@ -223,6 +225,21 @@ def test_configs_take_what_they_always_took():
     assert TransformerConfig(dropout=0, d_k=None).dropout == 0  # an int for a float
     assert TrainConfig(betas=[0.9, 0.98]).betas == [0.9, 0.98]  # a list for the tuple
     with pytest.raises(TypeError, match="max_steps=2.5"): TrainConfig(max_steps=2.5)
+
+@pytest.mark.parametrize("make,got,hint", [
+    (lambda: asdict(TransformerConfig.tiny(src_vocab_size=11, tgt_vocab_size=11)), "dict", True),  # a checkpoint's stored config
+    (lambda: dict(n_layers=1), "dict", True),
+    (lambda: RNNConfig(), "RNNConfig", False),  # another kind's config: its own builder, not a dict hint
+    (lambda: None, "NoneType", False),
+], ids=["checkpoint-dict", "dict", "rnn-config", "none"])
+def test_make_model_refuses_what_is_not_a_transformer_config(make, got, hint):
+    "One line naming the argument, what was expected and what came; for a dict, how to build the config from it."
+    with pytest.raises(TypeError) as e: make_model(make())
+    msg = str(e.value)
+    assert msg.startswith(f"make_model: cfg must be a TransformerConfig, got {got}") and "\n" not in msg, msg
+    assert ("config_from_dict(TransformerConfig, d)" in msg) == hint, msg
+    if hint:  # the hint works
+        assert make_model(config_from_dict(TransformerConfig, make())).cfg == TransformerConfig(**make())
 
 @pytest.fixture(scope="module")
 def tiny():
