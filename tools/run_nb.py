@@ -27,6 +27,7 @@ def run(path: Path, flags=(), cells=None, store=None) -> float:
         if 'nbdev_export(' in cell.source: return True
         d = extract_directives(cell, remove=False) or {}
         if skip & d.keys(): return True
+        if (d.get('eval:') or [''])[0].lower() == 'false': return True   # as nbdev_test does
         if cells is not None:
             i = nb.cells.index(cell)
             return i not in cells and 'import' not in cell.source and 'default_exp' not in cell.source
