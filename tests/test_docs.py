@@ -184,7 +184,8 @@ def test_images_load(site):
     bad = [f'{p}: {i["src"]}' for p, (info, _) in site.items() for i in info['images'] if not i['ok']]
     assert not bad, 'images that did not load:\n' + '\n'.join(bad)
     from build_docs import notebooks
-    n_png = sum(1 for f in notebooks(NBS) for c in json.loads(f.read_text())['cells']
+    shown = lambda c: not re.search(r'^#\|\s*output:\s*false', ''.join(c['source']), re.M)  # `output: false` hides a cell's outputs
+    n_png = sum(1 for f in notebooks(NBS) for c in json.loads(f.read_text())['cells'] if shown(c)
                 for o in c.get('outputs', []) if 'image/png' in o.get('data', {}))
     n_img = sum(1 for p, (info, _) in site.items() if not p.startswith(('_', 'genindex', 'search'))
                 for i in info['images'] if '/_images/' in i['src'])
