@@ -260,7 +260,7 @@ def _evaluate(argv: list[str]) -> int:
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="data directory (default: the run's, else the default)")
     p.add_argument("--src-lang", "--src_lang", dest="src_lang", default=None, help="source language (default: the run's)")
     p.add_argument("--tgt-lang", "--tgt_lang", dest="tgt_lang", default=None, help="target language (default: the run's)")
-    p.add_argument("--average", type=number(int, 1), nargs="*", default=[5], help="candidate averages of the last n checkpoints (§6.1: 5 base, 20 big)")
+    p.add_argument("--average", type=number(int, 1), nargs="+", default=[5], help="candidate averages of the last n checkpoints (§6.1: 5 base, 20 big)")
     p.add_argument("--beam", type=number(int, 1), default=4, help="test beam size (§6.1: 4)")
     p.add_argument("--alpha", type=number(float, 0), default=0.6, help="length penalty (§6.1: 0.6)")
     p.add_argument("--select-beam", type=number(int, 1), default=1, help="beam used on the validation split to choose")
@@ -341,7 +341,7 @@ def parse_main(argv: list[str] | None = None) -> int:
 def variations_parser() -> argparse.ArgumentParser:
     "The options of `at-variations`: the rows, the output directory, and every `GridSettings` field."
     p = argparse.ArgumentParser(prog="at-variations", formatter_class=_HelpFormatter, description="Train the rows of Table 3 (scaled down) on Multi30k and write table3.csv.")
-    p.add_argument("--rows", nargs="*", default=None, help=f"rows to run (default: all): {', '.join(ROWS)}")
+    p.add_argument("--rows", nargs="+", default=None, help=f"rows to run (default: all): {', '.join(ROWS)}")
     p.add_argument("--out", required=True, help="output directory, e.g. results/variations/cpu-600")
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="data directory (default: ./shared/data or $AT_DATA_DIR)")
     p.add_argument("--run-root", "--run_root", dest="run_root", default=None, help="scratch run directories (default OUT/runs)")

@@ -846,3 +846,16 @@ def test_both_help_texts_state_the_same_blank_line_rule(capfd):
     assert rule == blank_rule("at-parse", capfd)
     assert all(w in rule for w in ("blank output line", "no sentence", "exits 0")), rule
 
+
+
+# ---- an option given without its value
+@pytest.mark.parametrize("script, argv, option", [
+    ("at-variations", ["--out", "OUT", "--rows"], "--rows"),
+    ("at-evaluate", ["RUN", "--test", "test", "--out", "OUT", "--average"], "--average"),
+])
+def test_an_option_without_its_value_is_a_bad_option(script, argv, option, capfd, tmp_path):
+    "`--rows` or `--average` with no value is refused (exit 2, naming it), not read as an empty list: `--rows` alone ran all 20 rows"
+    argv = [str(tmp_path / a) if a in ("OUT", "RUN") else a for a in argv]
+    rc, out, err, problems = run_entry(entry(script), argv, capfd)
+    assert rc == 2 and option in err and "expected at least one argument" in err and not problems, (rc, err, problems)
+    assert not (tmp_path / "OUT").exists(), "a refused command left its output directory behind"
