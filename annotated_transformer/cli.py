@@ -415,7 +415,9 @@ def _run_bench(argv: list[str]) -> int:
     check_output(ap, "--out", a.out)
     try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, a.device, a.compile,
                                                               a.batch_size, a.src_len, a.checkpoint)
-    except ValueError as e: ap.error(as_option(e))
+    except ValueError as e:
+        if str(e).startswith("checkpoint="): raise CheckpointError(as_option(e)) from None  # a bad file: exit 1, as in every command
+        ap.error(as_option(e))
     if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
     out = Path(a.out or f"results/bench/{torch.device(a.device).type}.json")
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
