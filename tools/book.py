@@ -212,6 +212,7 @@ def main(argv=None):
     ap.add_argument('--fix', action='store_true', help="rewrite each page's Next cell from nbs/book.txt")
     ap.add_argument('--check', action='store_true', help="exit 1 if the list or a page's Next cell is out of step")
     a = ap.parse_args(argv)
+    if not BOOK.exists(): print(f'error: {BOOK}: missing; it lists the parts and pages of the book', file=sys.stderr); return 1
     try:
         errs = check_list()
         if errs: print('\n'.join(errs), file=sys.stderr); return 1

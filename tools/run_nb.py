@@ -7,7 +7,7 @@ Cells flagged `slow`, `cuda`, `multigpu` or `rerun` keep their stored outputs un
 keep their outputs; with `--store`, the whole notebook runs but only the listed cells take their new outputs. Runs from the notebook's folder, as `nbdev_test` does, but without `IN_TEST`: exercise checks show
 what a reader sees before answering. Then `nbdev_clean` tidies the file.
 """
-import argparse, os, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 
 FLAGS = {'slow', 'cuda', 'multigpu', 'rerun'}
@@ -57,6 +57,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     for p in a.notebooks:
         if not p.exists(): ap.error(f'{p}: no such notebook')
+        try: n = len(json.loads(p.read_text(encoding='utf-8'))['cells'])
+        except (ValueError, KeyError, TypeError, UnicodeError) as e:
+            print(f'error: {p}: not a readable notebook ({type(e).__name__}: {e})', file=sys.stderr); return 1
+        bad = [i for i in (a.cells or []) + (a.store or []) if not 0 <= i < n]
+        if bad: ap.error(f'--cells/--store {bad[0]}: {p} has cells 0 to {n - 1}')
         dt = run(p.resolve(), a.flags, set(a.cells) if a.cells is not None else None, set(a.store) if a.store is not None else None)
         print(f'{p}: ran in {dt:.1f}s')
     import subprocess
