@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
+from fastcore.basics import patch
 from .trees import Tree, TreeError
 from .model import Encoder
 from .attention import Dropout
@@ -20,7 +21,7 @@ from .evalb import evalb_sentence, bracket_prf
 from .data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'partition', 'ChartParser',
+__all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'ChartParser', 'partition',
            'tree_score', 'margin_loss', 'span_loss', 'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader',
            'ensemble_scores', 'chart_parse', 'ChartObjective', 'plot_span_chart']
 
@@ -43,6 +44,7 @@ def tree_spans(tree: Tree) -> tuple[list[str], list[str], list[tuple[int, int, s
     for c in (tree.children if tree.label == "TOP" else [tree]): go(c, [])
     return words, tags, spans
 
+# %% ../nbs/20_chart_parser.ipynb #c0a1e103
 def spans_to_tree(words: list[str], tags: list[str], spans: list[tuple[int, int, str]]) -> Tree:
     "The tree of non-crossing labelled spans, under TOP; words outside any one-word span become preterminals `(tag word)`."
     label = {(i, j): l for i, j, l in spans}
@@ -136,6 +138,78 @@ class ChartConfig:
         if self.partitioned and ((self.d_model // self.n_heads) % 2 or self.d_ff % 2):
             raise ValueError(f"partitioned=True: expected an even head size (d_model/n_heads={self.d_model // self.n_heads}) and an even d_ff={self.d_ff}")
 
+# %% ../nbs/20_chart_parser.ipynb #c0a1e106
+class ChartParser(nn.Module):
+    "Kitaev & Klein (2018): a Transformer encoder over words and characters, span vectors from fencepost differences, label scores per span."
+    def __init__(self, cfg: ChartConfig):
+        super().__init__()
+        self.cfg, D = cfg, cfg.d_model
+        Dc = D // 2 if cfg.partitioned else D  # the content width: all of D, or its first half
+        self.subwords = cfg.word_features == "subwords"
+        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, Dc, PAD)  # pieces (times sqrt(D), §3.4), mean-pooled per word
+        else:
+            self.word_embed = Embeddings(cfg.n_words, Dc, PAD)  # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
+            self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
+            self.char_conv = nn.Conv1d(cfg.d_char, Dc, 3, padding=1)
+        self.pos = PositionalEncoding(D // 2 if cfg.partitioned else D, cfg.max_len, cfg.dropout)  # added to the content, or its own half
+        self.encoder = Encoder(cfg.n_layers, D, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True)
+        if cfg.partitioned: partition(self.encoder, D, cfg.d_ff, cfg.n_heads)
+        self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
+                                   nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
+
+# %% ../nbs/20_chart_parser.ipynb #c0a1e108
+@patch
+def embed(self: ChartParser, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character (or piece) ids -> (B, S, D)
+    if self.subwords:  # the mean of each word's piece embeddings
+        keep = (chars != PAD).unsqueeze(-1)  # (B, S, C, 1)
+        return self.with_position((self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1))  # (B, S, D)
+    if self.training and self.cfg.word_dropout:
+        drop = (torch.rand(words.shape, device=words.device) < self.cfg.word_dropout) & (words > EOS)
+        words = words.masked_fill(drop, UNK)
+    B, S, C = chars.shape
+    c = self.char_embed(chars.view(B * S, C)).transpose(1, 2)  # (B*S, d_char, C)
+    c = self.char_conv(c).masked_fill((chars.view(B * S, 1, C) == PAD), -math.inf).amax(-1)  # (B*S, D)
+    c = c.masked_fill(~torch.isfinite(c), 0).view(B, S, -1)  # padding positions have no characters
+    return self.with_position(self.word_embed(words) + c)  # (B, S, D)
+
+@patch
+def with_position(self: ChartParser, x: Tensor) -> Tensor: # content (B, S, D or D/2) -> (B, S, D)
+    "The positional table added to the content (§3.5), or beside it when partitioned; then dropout."
+    if not self.cfg.partitioned: return self.pos(x)
+    B, S, _ = x.shape
+    return self.pos.dropout(torch.cat([x, self.pos.positions(S, 0).expand(B, S, -1)], -1))
+
+# %% ../nbs/20_chart_parser.ipynb #c0a1e110
+@patch
+def span_scores(self: ChartParser, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
+                chars: Tensor, # (B, N+2, C) character ids of each token
+                lengths: Tensor, # (B,) words per sentence
+               ) -> Tensor: # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
+    pad = torch.arange(words.size(1), device=words.device)[None, :] >= (lengths[:, None] + 2)  # (B, N+2)
+    h = self.encoder(self.embed(words, chars), src_key_padding_mask=pad)  # (B, N+2, D)
+    fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each: even and odd features (each half has content and position)
+    N = words.size(1) - 2
+    fence = torch.cat([fwd[:, : N + 1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (B, N+1, D)
+    i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)  # every span i < j
+    first = self.label[0]  # linear: W (v_j - v_i) + b = W v_j - W v_i + b, so W is applied to N+1 fenceposts, not to P spans
+    with torch.autocast(h.device.type, enabled=False):  # fp32: a difference of rounded products would lose the small ones
+        g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
+    return self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
+
+# %% ../nbs/20_chart_parser.ipynb #c0a1e112
+@patch
+def forward(self: ChartParser, words: Tensor, chars: Tensor, lengths: Tensor, # as in span_scores
+            chart: bool = True, # False: the span scores as they are (what `span_loss` takes; through DDP and compile alike)
+           ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
+    s = self.span_scores(words, chars, lengths)  # (B, P, L-1)
+    if not chart: return s
+    N = words.size(1) - 2
+    i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)
+    out = s.new_zeros(s.size(0), N + 1, N + 1, self.cfg.n_labels)
+    out[:, i, j, 1:] = s
+    return out
+
+# %% ../nbs/20_chart_parser.ipynb #c0a1e113
 class _BlockMask(nn.Module):
     "A parametrization: the weight times a fixed 0/1 mask (the masked entries stay 0 and get no gradient)."
     def __init__(self, mask: Tensor): super().__init__(); self.register_buffer("mask", mask, persistent=False)
@@ -157,69 +231,6 @@ def partition(encoder: Encoder, d_model: int, d_ff: int, n_heads: int) -> Encode
         mask(a.out_proj, half_in(d_model), half_head(a.n_heads * a.d_k))
         mask(layer.ff.linear1, half_in(d_ff), half_in(d_model)); mask(layer.ff.linear2, half_in(d_model), half_in(d_ff))
     return encoder
-
-class ChartParser(nn.Module):
-    "Kitaev & Klein (2018): a Transformer encoder over words and characters, span vectors from fencepost differences, label scores per span."
-    def __init__(self, cfg: ChartConfig):
-        super().__init__()
-        self.cfg, D = cfg, cfg.d_model
-        Dc = D // 2 if cfg.partitioned else D  # the content width: all of D, or its first half
-        self.subwords = cfg.word_features == "subwords"
-        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, Dc, PAD)  # pieces (times sqrt(D), §3.4), mean-pooled per word
-        else:
-            self.word_embed = Embeddings(cfg.n_words, Dc, PAD)  # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
-            self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
-            self.char_conv = nn.Conv1d(cfg.d_char, Dc, 3, padding=1)
-        self.pos = PositionalEncoding(D // 2 if cfg.partitioned else D, cfg.max_len, cfg.dropout)  # added to the content, or its own half
-        self.encoder = Encoder(cfg.n_layers, D, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True)
-        if cfg.partitioned: partition(self.encoder, D, cfg.d_ff, cfg.n_heads)
-        self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
-                                   nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
-
-    def embed(self, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character (or piece) ids -> (B, S, D)
-        if self.subwords:  # the mean of each word's piece embeddings
-            keep = (chars != PAD).unsqueeze(-1)  # (B, S, C, 1)
-            return self.with_position((self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1))  # (B, S, D)
-        if self.training and self.cfg.word_dropout:
-            drop = (torch.rand(words.shape, device=words.device) < self.cfg.word_dropout) & (words > EOS)
-            words = words.masked_fill(drop, UNK)
-        B, S, C = chars.shape
-        c = self.char_embed(chars.view(B * S, C)).transpose(1, 2)  # (B*S, d_char, C)
-        c = self.char_conv(c).masked_fill((chars.view(B * S, 1, C) == PAD), -math.inf).amax(-1)  # (B*S, D)
-        c = c.masked_fill(~torch.isfinite(c), 0).view(B, S, -1)  # padding positions have no characters
-        return self.with_position(self.word_embed(words) + c)  # (B, S, D)
-
-    def with_position(self, x: Tensor) -> Tensor: # content (B, S, D or D/2) -> (B, S, D)
-        "The positional table added to the content (§3.5), or beside it when partitioned; then dropout."
-        if not self.cfg.partitioned: return self.pos(x)
-        B, S, _ = x.shape
-        return self.pos.dropout(torch.cat([x, self.pos.positions(S, 0).expand(B, S, -1)], -1))
-
-    def span_scores(self, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
-                    chars: Tensor, # (B, N+2, C) character ids of each token
-                    lengths: Tensor, # (B,) words per sentence
-                   ) -> Tensor: # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
-        pad = torch.arange(words.size(1), device=words.device)[None, :] >= (lengths[:, None] + 2)  # (B, N+2)
-        h = self.encoder(self.embed(words, chars), src_key_padding_mask=pad)  # (B, N+2, D)
-        fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each: even and odd features (each half has content and position)
-        N = words.size(1) - 2
-        fence = torch.cat([fwd[:, : N + 1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (B, N+1, D)
-        i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)  # every span i < j
-        first = self.label[0]  # linear: W (v_j - v_i) + b = W v_j - W v_i + b, so W is applied to N+1 fenceposts, not to P spans
-        with torch.autocast(h.device.type, enabled=False):  # fp32: a difference of rounded products would lose the small ones
-            g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
-        return self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
-
-    def forward(self, words: Tensor, chars: Tensor, lengths: Tensor, # as in span_scores
-                chart: bool = True, # False: the span scores as they are (what `span_loss` takes; through DDP and compile alike)
-               ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
-        s = self.span_scores(words, chars, lengths)  # (B, P, L-1)
-        if not chart: return s
-        N = words.size(1) - 2
-        i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)
-        out = s.new_zeros(s.size(0), N + 1, N + 1, self.cfg.n_labels)
-        out[:, i, j, 1:] = s
-        return out
 
 # %% ../nbs/20_chart_parser.ipynb #27b26d32
 def tree_score(scores: Tensor, spans: list[list[tuple[int, int, int]]]) -> Tensor:
@@ -314,6 +325,7 @@ def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree]
     if idx: bb, ii, jj, ll = torch.tensor(idx).T; gold[bb, ii, jj] = ll
     return ChartBatch(words, chars, torch.tensor(n), gold, spans, list(trees))
 
+# %% ../nbs/20_chart_parser.ipynb #c0a1e115
 def chart_loader(vocab: ChartVocab, trees: list[Tree], # the training (or dev) trees
                  max_tokens: int = 2048, # words (+2) per batch, padding included
                  shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1,

@@ -220,3 +220,63 @@ def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatc
     said = str(e.value.code)
     assert says in said and "\n" not in said and said.startswith("chart_study.py"), said  # sys.exit(message): exit status 1
     assert listing() == before
+
+
+def _tiny_chart_parsers(n=2):
+    "A few trees, their vocabulary and `n` small untrained parsers of it (seeds 0..n-1)."
+    from annotated_transformer.chart import ChartVocab, ChartParser, ChartConfig
+    trees = [parse_tree(s) for s in [
+        "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))", "(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
+        "(TOP (S (NP (PRP He)) (VP (VBD ate) (NP (DT an) (NN apple)) (PP (IN in) (NP (DT the) (NN park)))) (. .)))",
+        "(TOP (S (VP (VB Go) (ADVP (RB home)))))", "(TOP (S (NP (NNS Dogs)) (VP (VBP bark)) (. .)))"]]
+    vocab = ChartVocab.from_trees(trees, min_count=1)
+    models = []
+    for seed in range(n):
+        torch.manual_seed(seed)
+        models.append(ChartParser(vocab.sized(ChartConfig(n_layers=1, d_model=32, n_heads=4, d_ff=64, d_label=16))).eval())
+    return trees, vocab, models
+
+
+def test_decoding_sums_count_with_eval_sums_what_parsing_counts(monkeypatch):
+    "tools/chart_study.py decode and ensemble count brackets with the trainer's `ChartObjective.eval_sums`, as `chart_parse` + EVALB would."
+    from annotated_transformer.chart import ChartObjective, chart_parse
+    from annotated_transformer.chart_choices import decoding_sums, decoding_choices, ensemble_choices
+    from annotated_transformer.evalb import evalb, with_tags
+    trees, vocab, (m1, m2) = _tiny_chart_parsers(2)
+    calls, eval_sums = [], ChartObjective.eval_sums
+    monkeypatch.setattr(ChartObjective, "eval_sums", lambda self, model, batch: calls.append(len(batch)) or eval_sums(self, model, batch))
+    sums = decoding_sums([m1, m2], vocab, trees, decoding_choices(), batch_size=2)
+    assert len(calls) == 3 * len(decoding_choices()) and sum(calls) == len(trees) * len(decoding_choices())  # no second copy of the count
+    def by_parse(models):
+        s = evalb(trees, [with_tags(p, g) for p, g in zip(chart_parse(models, vocab, [t.words() for t in trees]), trees)])["all"]
+        return [s["matched"], s["gold_brackets"], s["test_brackets"], len(trees)]
+    assert sums["raw scores (the package)"].tolist() == by_parse(m1)
+    assert sums["two checkpoints: mean log-probabilities"].tolist() == by_parse([m1, m2])
+    ens = decoding_sums([m1, m2], vocab, trees, ensemble_choices(2), batch_size=5)
+    assert list(ens) == [(0,), (1,), (0, 1)] and ens[(0, 1)].tolist() == by_parse([m1, m2]) and ens[(1,)].tolist() == by_parse(m2)
+
+
+def test_shifted_and_thresholded_charts():
+    "A large constant on every non-empty label makes CKY bracket every span of a binary tree; a large negative one, only the root."
+    from annotated_transformer.chart import cky
+    from annotated_transformer.chart_choices import shift_labels, minus_threshold
+    torch.manual_seed(0)
+    s = torch.randn(2, 7, 7, 4); s[..., 0] = 0
+    lengths = torch.tensor([6, 3])
+    assert torch.equal(shift_labels(s, 0.0), s) and (shift_labels(s, 2.0)[..., 0] == 0).all()
+    assert [len(t) for t in cky(shift_labels(s, 100.0), lengths)[0]] == [2 * 6 - 1, 2 * 3 - 1]
+    assert [len(t) for t in cky(shift_labels(s, -100.0), lengths)[0]] == [1, 1]
+    p = minus_threshold(s, 0.4)
+    assert (p[..., 0] == 0).all() and torch.allclose(p[..., 1:] + 0.4, s.softmax(-1)[..., 1:])
+    assert [len(t) for t in cky(minus_threshold(s, 1.0), lengths)[0]] == [1, 1]  # no probability beats 1: only the root
+
+
+def test_choose_checkpoint_keeps_best_unless_clearly_beaten():
+    "The rule of tools/chart_study.py average, and the choice its record holds."
+    import json
+    from pathlib import Path
+    from annotated_transformer.chart_choices import choose_checkpoint
+    assert choose_checkpoint([89.90, 89.95, 90.0]) == 0 and choose_checkpoint([89.9, 90.01, 90.2, 90.0]) == 2
+    assert choose_checkpoint([89.9, 89.95], margin=0) == 1
+    rec = json.loads((Path(__file__).resolve().parents[1] / "results" / "ptb-chart" / "averaging.json").read_text())
+    assert rec["rows"][choose_checkpoint([r["f1"] for r in rec["rows"]])]["checkpoint"] == rec["chosen"]

@@ -25,12 +25,10 @@ no gold trees here: nothing is tuned or chosen on it.
 import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
-import torch.nn.functional as F
 from annotated_transformer.parser import evaluate_decoding, load_parser, load_parsers, parse, parse_gold, read_sentences, max_words
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
 from annotated_transformer.checkpoint import CheckpointError, find_checkpoint
-from annotated_transformer.chart import ensemble_scores
 from annotated_transformer.data import atomic_write
 from annotated_transformer.runs import hardware
 
@@ -118,6 +116,7 @@ def example(run: str, index: int = 19):
 def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
     "Dev F1 of best.pt and of the averages of the run's last n checkpoints (written as RUN/averaged_last{n}.pt); dev chooses one."
     from annotated_transformer.checkpoint import average_last, list_checkpoints
+    from annotated_transformer.chart_choices import choose_checkpoint
     from annotated_transformer.precision import cpu_flags, NATIVE_BF16_FLAGS
     golds, rows = ptb_trees("dev", DATA), []
     for n in (0, *ns):
@@ -130,8 +129,7 @@ def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
         rows.append(dict(checkpoint=str(ck), averaged=n, steps=steps, seconds=round(r["seconds"], 1),
                          **{k: r["scores"]["all"][k] for k in ("f1", "precision", "recall", "exact", "sentences")}))
         print(rows[-1], flush=True)
-    top = max(rows, key=lambda r: r["f1"])  # an average replaces best.pt only when it is better by more than 0.1 F1 (about 30 brackets of section 22)
-    chosen = top if top["f1"] > rows[0]["f1"] + 0.1 else rows[0]
+    chosen = rows[choose_checkpoint([r["f1"] for r in rows])]  # the package's rule: best.pt unless an average beats it by more than 0.1
     atomic_write(OUT / "averaging.json", json.dumps(dict(split="dev (section 22), all sentences, CKY", run=str(run), rows=rows,
                  chosen=chosen["checkpoint"], rule="best.pt, unless an average beats its dev F1 by more than 0.1", hardware=hardware(),
                  native_bf16_flags=sorted(cpu_flags() & set(NATIVE_BF16_FLAGS))), indent=1) + "\n")
@@ -288,44 +286,24 @@ def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
     print(f"s/step readable {per['readable']:.3f}, fast {per['fast']:.3f}: {out['ratio_readable_over_fast']:.2f}x")
 
 def decode(run: str, other: str):
-    """Decoding choices on section 22, from the same span scores: the package's (CKY on the raw scores, the empty label at 0), a
-    constant added to every non-empty label (more brackets: recall for precision), CKY on label probabilities minus a threshold
-    (expected-bracket decoding), and the average of two checkpoints' log-probabilities (an ensemble of RUN and OTHER)."""
-    from annotated_transformer.evalb import bracket_prf
+    """Decoding choices on section 22, from the same span scores: the package's `decoding_choices` (CKY on the raw scores, a
+    constant added to every non-empty label, label probabilities minus a threshold, and RUN and OTHER as an ensemble), each
+    counted by `decoding_sums` (the trainer's `ChartObjective.eval_sums`)."""
+    from annotated_transformer.chart_choices import decoding_choices, decoding_sums
     (m1, m2), vocab = _load_same_vocab("decode", (run, other))
-    variants = {"raw scores (the package)": lambda s, s2: s}
-    for d in (-0.5, 0.25, 0.5, 1.0): variants[f"raw scores, {d:+} on every non-empty label"] = lambda s, s2, d=d: s + F.pad(torch.full_like(s[..., 1:], d), (1, 0))
-    for t in (0.3, 0.4, 0.5): variants[f"probabilities minus {t}"] = lambda s, s2, t=t: F.pad(s.softmax(-1)[..., 1:] - t, (1, 0))
-    variants["two checkpoints: mean log-probabilities"] = lambda s, s2: ensemble_scores([s, s2])
-    sums, seconds = _dev_sums(vocab, (m1, m2), {k: (lambda ss, f=f: f(*ss)) for k, f in variants.items()})
-    rows = []
-    for name, (m, g, t) in sums.items():
-        s = bracket_prf(m, g, t)
-        rows.append(dict(decoding=name, f1=s["f1"], precision=s["precision"], recall=s["recall"]))
-        print(rows[-1], flush=True)
+    golds = ptb_trees("dev", DATA)
+    t0 = time.perf_counter(); sums = decoding_sums([m1, m2], vocab, golds, decoding_choices()); seconds = time.perf_counter() - t0
+    rows = [dict(decoding=name, **_prf(s)) for name, s in sums.items()]
+    for r in rows: print(r, flush=True)
     atomic_write(OUT / "decoding.json", json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
                  command=f"python tools/chart_study.py decode {run} {other}", checkpoints=[str(_best(run)), str(_best(other))],
                  rows=rows, seconds=round(seconds, 1), hardware=hardware()), indent=1) + "\n")
 
-def _dev_sums(vocab, models, variants: dict) -> tuple[dict, float]:
-    """EVALB's bracket counts [match, gold, test] on all of section 22 for each variant (a function from the models' span scores,
-    one tensor per model, to the scores CKY takes), and the seconds it took; batches of 64 sentences sorted by length."""
-    from annotated_transformer.chart import chart_batch, cky, spans_to_tree
-    from annotated_transformer.evalb import evalb_sentence
-    golds = ptb_trees("dev", DATA)
-    sums = {k: [0, 0, 0] for k in variants}
-    order = sorted(range(len(golds)), key=lambda i: len(golds[i].words()))
-    t0 = time.perf_counter()
-    for a in range(0, len(order), 64):
-        ts = [golds[i] for i in order[a:a + 64]]
-        x = chart_batch(vocab, [t.words() for t in ts])
-        with torch.no_grad(): ss = [m(x.words, x.chars, x.lengths).float() for m in models]
-        for name, f in variants.items():
-            spans, _ = cky(f(ss), x.lengths)
-            for b, t in enumerate(ts):
-                r = evalb_sentence(t, spans_to_tree(t.words(), t.tags(), [(i, j, vocab.labels[l]) for i, j, l in spans[b]]))
-                for k, key in enumerate(("match", "gold", "test")): sums[name][k] += r[key]
-    return sums, time.perf_counter() - t0
+def _prf(sums) -> dict:
+    "F1, precision and recall of `decoding_sums`' counts (matched, gold, test, sentences)."
+    from annotated_transformer.evalb import bracket_prf
+    s = bracket_prf(*sums[:3].tolist())
+    return {k: s[k] for k in ("f1", "precision", "recall")}
 
 def _pred_name(out_name: str) -> str: return out_name[:-len(".json")] + ".pred.txt"  # NAME.json's trees: NAME.pred.txt
 def _out_arg(out_name: str, default: str) -> str: return "" if out_name == default else f" --out {out_name}"  # as the command line had it
@@ -336,18 +314,16 @@ def _load_same_vocab(command: str, runs) -> tuple[list, object]:
     except CheckpointError as e: sys.exit(f"chart_study.py {command}: {e}")
 
 def ensemble(*runs: str, out_name: str = "ensemble.json"):
-    """Ensembles on section 22: each run alone, every pair, and (three or more runs) all of them, each ensemble CKY on the mean of its
-    members' label log-probabilities, as the last row of `decode`. The runs may differ in size and precision; they must share the
-    vocabulary (the same training trees and word features)."""
-    from itertools import combinations
-    from annotated_transformer.evalb import bracket_prf
+    """Ensembles on section 22 (the package's `ensemble_choices`): each run alone, every pair, and (three or more runs) all of
+    them, each CKY on the mean of its members' label log-probabilities, as the last row of `decode`. The runs may differ in size
+    and precision; they must share the vocabulary (the same training trees and word features)."""
+    from annotated_transformer.chart_choices import decoding_sums, ensemble_choices
     models, vocab = _load_same_vocab("ensemble", runs)
-    members = [(i,) for i in range(len(runs))] + list(combinations(range(len(runs)), 2))
-    if len(runs) > 2: members.append(tuple(range(len(runs))))
-    sums, seconds = _dev_sums(vocab, models, {m: (lambda ss, m=m: ensemble_scores([ss[i] for i in m])) for m in members})
+    golds = ptb_trees("dev", DATA)
+    t0 = time.perf_counter(); sums = decoding_sums(models, vocab, golds, ensemble_choices(len(runs))); seconds = time.perf_counter() - t0
     rows = []
-    for m, (g_m, g, t) in sums.items():
-        rows.append(dict(members=[str(_best(runs[i])) for i in m], **{k: v for k, v in bracket_prf(g_m, g, t).items() if k in ("f1", "precision", "recall")}))
+    for m, s in sums.items():
+        rows.append(dict(members=[str(_best(runs[i])) for i in m], **_prf(s)))
         print(len(m), rows[-1], flush=True)
     atomic_write(OUT / out_name, json.dumps(dict(split="dev (section 22), all 1700 sentences, EVALB (COLLINS.prm)",
                  command="python tools/chart_study.py ensemble " + " ".join(runs) + _out_arg(out_name, "ensemble.json"), rows=rows, seconds=round(seconds, 1),
