@@ -16,32 +16,31 @@ from .layers import copy_to_torch_layer
 from .embeddings import Embeddings, PositionalEncoding, tie_weights
 from .model import make_model
 from .optim import make_optimizer
-from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss
+from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from .batching import Batch
 from .decode import time_decoding
-from .loss import HiddenStates
-from .precision import resolve_precision, precision_trial, NATIVE_BF16_FLAGS, cpu_flags, payback_steps, sync
+from .precision import resolve_precision, precision_trial, sync
 from .tasks import TASKS
 
 # %% auto #0
-__all__ = ['FAST', 'VARIANTS', 'PEAK_BF16_TFLOPS', 'OP_GROUPS', 'bench_config', 'TorchReference', 'copy_to_reference',
-           'random_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'train_flops',
-           'median', 'make_pair', 'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_precision',
-           'matmul_tflops', 'peak_tflops', 'at_threads', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam',
-           'op_group', 'op_summary', 'bench_profile', 'bench_decode', 'bench_decode_batches']
+__all__ = ['BENCH_PRESETS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch',
+           'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'at_threads', 'time_blocks',
+           'train_flops', 'matmul_tflops', 'peak_tflops', 'median', 'make_pair', 'bench_train', 'bench_infer',
+           'set_fused', 'bench_attention', 'bench_precision', 'bench_decode', 'bench_decode_batches']
 
 # %% ../nbs/32_benchmarks.ipynb #437bc61c
+BENCH_PRESETS = {  # name -> a fresh config of that size
+    "tiny": lambda: TransformerConfig.tiny(src_vocab_size=64, tgt_vocab_size=64, max_len=256),
+    "multi30k": lambda: TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
+                                          n_layers=3, dropout=0.15, norm_first=True, max_len=1024),
+    "base": lambda: TransformerConfig.base(max_len=1024),
+    "big": lambda: TransformerConfig.big(max_len=1024),
+    **{t: (lambda t=t: replace(TASKS[t].model, max_len=1024)) for t in ("copy", "ptb-sample", "ptb-small")}}
+
 def bench_config(preset: str) -> TransformerConfig:
     "The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 14_translation run), `base` and `big` (Table 3), and the models of the `copy`, `ptb-sample` and `ptb-small` tasks."
-    presets = {
-        "tiny": lambda: TransformerConfig.tiny(src_vocab_size=64, tgt_vocab_size=64, max_len=256),
-        "multi30k": lambda: TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
-                                              n_layers=3, dropout=0.15, norm_first=True, max_len=1024),
-        "base": lambda: TransformerConfig.base(max_len=1024),
-        "big": lambda: TransformerConfig.big(max_len=1024),
-        **{t: (lambda t=t: replace(TASKS[t].model, max_len=1024)) for t in ("copy", "ptb-sample", "ptb-small")}}
-    if preset not in presets: raise ValueError(f"preset={preset!r}: expected one of {sorted(presets)}")
-    return presets[preset]()
+    if preset not in BENCH_PRESETS: raise ValueError(f"preset={preset!r}: expected one of {sorted(BENCH_PRESETS)}")
+    return BENCH_PRESETS[preset]()
 
 # %% ../nbs/32_benchmarks.ipynb #745af2ba
 class TorchReference(nn.Module):
@@ -88,6 +87,7 @@ class TorchReference(nn.Module):
                ) -> Tensor: # logits (B, T, V)
         return self.generator(self.hidden(src, tgt, src_key_padding_mask, tgt_key_padding_mask))  # (B, T, V)
 
+# %% ../nbs/32_benchmarks.ipynb #b16c8faa
 @contextmanager
 def _mha_fastpath(enabled: bool):
     old = torch.backends.mha.get_fastpath_enabled()
@@ -134,6 +134,7 @@ def autocast_ctx(device, # where the model runs
 
 def _args(batch): return batch["src"], batch["tgt_in"], batch["src_key_padding_mask"], batch["tgt_key_padding_mask"]
 
+# %% ../nbs/32_benchmarks.ipynb #b8914033
 def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", device="cpu", lr: float = 1e-4,
                     loss: str = "readable", # "readable": `LabelSmoothingLoss` on the logits; "chunked": `ChunkedLabelSmoothingLoss`
                     adam: str | None = None, # None: `torch.optim.Adam`'s defaults; else `make_optimizer`'s impl ("foreach", ...)
@@ -162,6 +163,7 @@ def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", devi
         opt.step(); opt.zero_grad(set_to_none=True)
     return step
 
+# %% ../nbs/32_benchmarks.ipynb #e409a02e
 def make_infer_step(model: nn.Module, batch: dict, precision: str = "fp32", device="cpu"):
     "A closure that runs one forward pass in eval mode without gradients."
     model.eval()
@@ -170,6 +172,7 @@ def make_infer_step(model: nn.Module, batch: dict, precision: str = "fp32", devi
         with autocast_ctx(device, precision): model(*_args(batch))
     return step
 
+# %% ../nbs/32_benchmarks.ipynb #e44743b7
 def time_interleaved(fns: dict, # name -> function of no arguments
                      reps: int = 5, # timed rounds
                      warmup: int = 1, # untimed calls of each function first
@@ -185,6 +188,30 @@ def time_interleaved(fns: dict, # name -> function of no arguments
             times[k].append(time.perf_counter() - t0)
     return times
 
+def at_threads(n: int | None, f):
+    "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
+    old = torch.get_num_threads()
+    if n: torch.set_num_threads(n)
+    try: return f()
+    finally: torch.set_num_threads(old)
+
+# %% ../nbs/32_benchmarks.ipynb #12003d05
+def time_blocks(fns: dict, # name -> function of one batch (one training step, say)
+                batches: list, # every function takes all of them in order; the first `warm` are not timed
+                warm: int = 1, rounds: int = 2, device="cpu") -> dict: # name -> seconds per call in each of its blocks
+    "Time each function over all `batches` in a block of its own (after `warm` untimed calls), the blocks alternating for `rounds` rounds."
+    steps = len(batches) - warm
+    if warm < 0 or steps < 1: raise ValueError(f"warm={warm}: expected 0 <= warm < {len(batches)} batches, so that a step is timed")
+    if rounds < 1: raise ValueError(f"rounds={rounds}: expected at least one round")
+    blocks = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            for n, b in enumerate(batches):
+                if n == warm: sync(device); t0 = time.perf_counter()
+                f(b)
+            sync(device); blocks[k].append((time.perf_counter() - t0) / steps)
+    return blocks
+
 # %% ../nbs/32_benchmarks.ipynb #6db55a80
 def train_flops(cfg: TransformerConfig, B: int, S: int, T: int, # batch, source length, target length
                 split: bool = False) -> int | dict: # split: {"linear", "attention"} instead of the total
@@ -198,6 +225,23 @@ def train_flops(cfg: TransformerConfig, B: int, S: int, T: int, # batch, source 
     lin, att = 3 * (L * (enc_lin + dec_lin) + gen), 3 * L * (enc_att + dec_att)
     return dict(linear=lin, attention=att) if split else lin + att
 
+# %% ../nbs/32_benchmarks.ipynb #e43199e7
+def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 5) -> float:
+    "Measured TFLOP/s of an (n, n) @ (n, n) product in `dtype` at the current thread count: the denominator of the CPU's utilization (no vendor peak there)."
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
+    return 2 * n ** 3 / median(t) / 1e12
+
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0, "H100": 989.0,
+                    "GH200": 989.0, "B200": 2250.0, "A100": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
+                    "L4": 121.0, "RTX 4090": 165.0, "RTX 3090": 71.0}  # dense bf16 tensor-core TFLOP/s
+
+def peak_tflops(device_name: str, override: float | None = None) -> float | None:
+    "The dense bf16 peak of a device, looked up by (the longest matching) name, unless `override` is given."
+    if override is not None: return float(override)
+    hits = [k for k in PEAK_BF16_TFLOPS if k.lower() in device_name.lower()]
+    return PEAK_BF16_TFLOPS[max(hits, key=len)] if hits else None
+
 # %% ../nbs/32_benchmarks.ipynb #f5a4bf71
 def median(xs):
     "The median of `xs`: what every benchmark reports of its timed repetitions."
@@ -209,6 +253,7 @@ def make_pair(cfg, device, seed=0):
     torch.manual_seed(seed); ref = TorchReference(cfg).to(device)
     return ours, ref
 
+# %% ../nbs/32_benchmarks.ipynb #44eb957b
 def _bench_both(make_step, cfg, batch, precision, reps, warmup, device) -> dict:
     "Time `make_step(model, ...)` for ours and for `nn.Transformer`, interleaved; throughput in target tokens/s."
     ours, ref = make_pair(cfg, device)
@@ -226,13 +271,13 @@ def bench_infer(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") ->
     "Forward-pass throughput (target tokens/s, eval mode, no gradients) of ours and of `nn.Transformer`."
     return _bench_both(make_infer_step, cfg, batch, precision, reps, warmup, device)
 
+# %% ../nbs/32_benchmarks.ipynb #91477de1
 def set_fused(model: nn.Module, fused: bool) -> nn.Module:
     "Switch every `MultiHeadAttention` in `model` to the fused SDPA path (True) or the written-out one (False)."
     for m in model.modules():
         if isinstance(m, MultiHeadAttention): m.fused = fused
     return model
 
-# %% ../nbs/32_benchmarks.ipynb #91477de1
 def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", atol=1e-4) -> dict:
     "Training throughput with fused SDPA attention against the written-out softmax(QK^T/sqrt(d))V, after checking equal outputs."
     torch.manual_seed(0); fused = make_model(cfg).to(device)
@@ -259,165 +304,6 @@ def bench_precision(cfg, batch, reps=5, warmup=1, device="cpu") -> dict:
     faster = "bf16" if ratio > 1 else "fp32"
     return dict({k: dict(step_s=v, tok_per_s=n_tgt / v) for k, v in t.items()}, tokens=n_tgt, d_model=cfg.d_model,
                 bf16_vs_fp32=ratio, faster=faster, auto=auto, auto_why=why, auto_is_faster=auto == faster)
-
-
-# %% ../nbs/32_benchmarks.ipynb #869addc3
-FAST = dict(loss="chunked", adam="auto")  # our fast path: chunked loss, fused Adam (`impl="auto"`)
-VARIANTS = {"ours_eager": ("ours", {}), "ours_compiled": ("ours", dict(compile=True)),
-            "torch_eager": ("torch", {}), "torch_compiled": ("torch", dict(compile=True)),
-            "ours_fast": ("ours", dict(FAST, compile=True)),  # the rest: readable loss, torch.optim.Adam's defaults
-            "ours_fast_eager": ("ours", dict(FAST))}  # the trainer's own step where compiling does not pay (newer than some stored runs)
-
-def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 5) -> float:
-    "Measured TFLOP/s of an (n, n) @ (n, n) product in `dtype` at the current thread count: the denominator of the CPU's utilization (no vendor peak there)."
-    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
-    t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
-    return 2 * n ** 3 / median(t) / 1e12
-
-PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0, "H100": 989.0,
-                    "GH200": 989.0, "B200": 2250.0, "A100": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
-                    "L4": 121.0, "RTX 4090": 165.0, "RTX 3090": 71.0}  # dense bf16 tensor-core TFLOP/s
-
-def peak_tflops(device_name: str, override: float | None = None) -> float | None:
-    "The dense bf16 peak of a device, looked up by (the longest matching) name, unless `override` is given."
-    if override is not None: return float(override)
-    hits = [k for k in PEAK_BF16_TFLOPS if k.lower() in device_name.lower()]
-    return PEAK_BF16_TFLOPS[max(hits, key=len)] if hits else None
-
-def at_threads(n: int | None, f):
-    "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
-    old = torch.get_num_threads()
-    if n: torch.set_num_threads(n)
-    try: return f()
-    finally: torch.set_num_threads(old)
-
-def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU thread counts to measure at
-                 peak: float | None = None) -> dict: # a given peak (TFLOP/s) instead of the measured or vendor one
-    """The settings of the compile benchmark, each with the peak its utilization divides by. On a GPU: bf16 against the card's dense
-    bf16 peak. On a CPU: each precision asked for (bf16 only where it is native, `NATIVE_BF16_FLAGS`) at each thread count, against a
-    2048 x 2048 matrix product measured in that precision at that thread count."""
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return {"bf16": dict(precision="bf16", threads=None, tflops=peak_tflops(torch.cuda.get_device_name(dev), peak),
-                             kind="given" if peak else "vendor dense bf16 peak")}
-    native = bool(set(NATIVE_BF16_FLAGS) & cpu_flags())
-    todo = [(t, p) for t in threads for p in precisions if p == "fp32" or native]  # emulated bf16: several times slower, no one trains in it
-    if peak and len(todo) > 1:  # a CPU's rate differs by precision and by thread count: one number cannot be the peak of several settings
-        raise ValueError(f"peak={peak}: one given peak for {len(todo)} settings ({', '.join(f'{p} at {t} thread(s)' for t, p in todo)}); "
-                         "give it for one precision and one thread count, or leave it out to measure each")
-    plan = {}
-    for t, p in todo:
-        rate = peak or at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
-        plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
-                                                       f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
-    return plan
-
-def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", peak: float | None = None) -> dict:
-    "Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (chunked loss, foreach/fused Adam), compiled and eager."
-    ours, ref = make_pair(cfg, device)
-    models, steps, first_s = dict(ours=ours, torch=ref), {}, {}
-    for name, (which, kw) in VARIANTS.items():
-        steps[name] = make_train_step(models[which], batch, precision, device, **kw)
-        sync(device); t0 = time.perf_counter(); steps[name](); sync(device)
-        first_s[name] = time.perf_counter() - t0  # the first call compiles
-    t = time_interleaved(steps, reps, max(0, warmup - 1), device)
-    B, S = batch["src"].shape; T = batch["tgt_in"].size(1)
-    flops, n = train_flops(cfg, B, S, T), int((~batch["tgt_key_padding_mask"]).sum())
-    res = {k: dict(step_s=median(v), tok_per_s=n / median(v), tflops=flops / median(v) / 1e12, first_call_s=first_s[k],
-                   times=v) for k, v in t.items()}
-    for v in res.values(): v["mfu"] = None if not peak else v["tflops"] / peak
-    for k, eager in (("ours_compiled", "ours_eager"), ("torch_compiled", "torch_eager"), ("ours_fast", "ours_eager")):
-        res[k]["payback_steps"] = payback_steps(res[k]["first_call_s"], res[k]["step_s"], res[eager]["step_s"])
-    tok = {k: v["tok_per_s"] for k, v in res.items()}
-    return dict(res, precision=precision, threads=torch.get_num_threads(), tokens=n, flops=flops, peak_tflops=peak,
-                eager_ratio=tok["ours_eager"] / tok["torch_eager"], compiled_ratio=tok["ours_compiled"] / tok["torch_compiled"],
-                fast_ratio=tok["ours_fast"] / tok["torch_compiled"], fast_eager_ratio=tok["ours_fast_eager"] / tok["torch_eager"],
-                compile_gain_ours=tok["ours_compiled"] / tok["ours_eager"],
-                compile_gain_torch=tok["torch_compiled"] / tok["torch_eager"])
-
-def bench_loss(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") -> dict:
-    "Training step of our model with the chunked loss against the readable loss on the logits (same model, same Adam)."
-    torch.manual_seed(0); model = make_model(cfg).to(device)
-    t = time_interleaved({"chunked": make_train_step(model, batch, precision, device, loss="chunked"),
-                          "readable": make_train_step(model, batch, precision, device, loss="readable")}, reps, warmup, device)
-    return dict(precision=precision, chunked_step_s=median(t["chunked"]), readable_step_s=median(t["readable"]),
-                ratio=median(t["readable"]) / median(t["chunked"]))
-
-def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
-    "Time of one Adam update of our model's parameters: the readable loop, foreach, fused (random gradients)."
-    torch.manual_seed(0); model = make_model(cfg).to(device)
-    for p in model.parameters(): p.grad = torch.randn_like(p) * 1e-3
-    opts = {impl: make_optimizer(model, impl=impl) for impl in ("readable", "foreach", "fused")}
-    for o in opts.values():
-        for g in o.param_groups: g["lr"] = 1e-6
-    t = time_interleaved({k: o.step for k, o in opts.items()}, reps, warmup, device)
-    s = {k: median(v) for k, v in t.items()}
-    return dict(n_tensors=len(list(model.parameters())), step_s=s, foreach_ratio=s["readable"] / s["foreach"],
-                fused_ratio=s["readable"] / s["fused"])
-
-# %% ../nbs/32_benchmarks.ipynb #c0a1e010
-OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
-    ("autograd bookkeeping", ("autograd::",)),  # the engine's own time per backward node (the node's kernels are counted below)
-    ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "mkldnn_")),
-    ("attention kernel", ("scaled_dot_product", "flash_attention", "efficient_attention")),
-    ("softmax and loss", ("softmax", "nll_loss", "kl_div", "logsumexp", "cross_entropy")),
-    ("layer norm", ("layer_norm",)),
-    ("dropout", ("dropout", "bernoulli")),
-    ("optimizer", ("Optimizer.", "_foreach", "adam", "aten::lerp", "aten::addcdiv", "aten::addcmul", "aten::sqrt")),
-    ("embedding", ("embedding",)),
-    ("copies and fills", ("aten::copy_", "aten::clone", "aten::cat", "aten::contiguous", "aten::_to_copy", "aten::fill_",
-                          "aten::zero_", "aten::stack", "aten::index", "aten::masked_fill")),
-)
-
-def op_group(name: str) -> str:
-    "The group of `OP_GROUPS` a profiled operator (or autograd node) belongs to, by its name; 'other' if none."
-    return next((g for g, keys in OP_GROUPS if any(k in name for k in keys)), "other")
-
-@contextmanager
-def _no_fd2():
-    "Send what C++ code writes to file descriptor 2 (stderr) to /dev/null: the profiler announces every start and stop there."
-    import os, sys
-    sys.stderr.flush(); saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 2)
-    try: yield
-    finally: os.dup2(saved, 2); os.close(saved); os.close(null)
-
-def _profiled(step, device) -> dict:
-    "{operator: [self ms, calls]} of one call of `step` under `torch.profiler` (device time on a GPU, CPU time on a CPU)."
-    from torch.profiler import profile, ProfilerActivity
-    dev = torch.device(device)
-    prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else []))
-    with _no_fd2(): prof.__enter__()  # only the start and the stop are silenced: the step's own warnings still show
-    try: step(); sync(dev)
-    finally:
-        with _no_fd2(): prof.__exit__(None, None, None)
-    attr = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"  # microseconds
-    return {e.key: [getattr(e, attr) / 1e3, e.count] for e in prof.key_averages() if getattr(e, attr) > 0}
-
-def op_summary(ops: dict, # {operator: [self ms, calls]} summed over `steps` profiled steps
-               steps: int, top: int = 12) -> dict:
-    "Per step: the self time of each group of `OP_GROUPS` (and 'other'), the total, the operator calls, and the `top` costliest operators."
-    groups = {g: 0.0 for g, _ in OP_GROUPS + (("other", ()),)}
-    for name, (ms, _) in ops.items(): groups[op_group(name)] += ms / steps
-    ranked = sorted(ops.items(), key=lambda kv: -kv[1][0])[:top]
-    return dict(total_ms=sum(groups.values()), groups_ms=groups, calls=sum(c for _, c in ops.values()) / steps,
-                top=[dict(op=n, group=op_group(n), ms=ms / steps, calls=c / steps) for n, (ms, c) in ranked])
-
-def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu") -> dict:
-    """The readable training step of ours and of `nn.Transformer` (as `bench_train`) under the profiler, one step of each in turn
-    (a change in the machine's load falls on both alike), summarized by `op_summary`, with ours minus theirs per group."""
-    ours, ref = make_pair(cfg, device)
-    fns = {"ours": make_train_step(ours, batch, precision, device), "torch": make_train_step(ref, batch, precision, device)}
-    for f in fns.values():
-        for _ in range(warmup): f()
-    acc = {k: {} for k in fns}
-    for _ in range(steps):
-        for k, f in fns.items():
-            for name, (ms, n) in _profiled(f, device).items():
-                a = acc[k].setdefault(name, [0.0, 0]); a[0] += ms; a[1] += n
-    res = {k: op_summary(a, steps) for k, a in acc.items()}
-    diff = {g: res["ours"]["groups_ms"][g] - res["torch"]["groups_ms"][g] for g in res["ours"]["groups_ms"]}
-    return dict(res, precision=precision, steps=steps, ours_minus_torch_ms=diff, ratio=res["torch"]["total_ms"] / res["ours"]["total_ms"])
 
 
 # %% ../nbs/32_benchmarks.ipynb #400faa5b

@@ -4,167 +4,25 @@
 
 # %% ../nbs/33_bench_suite.ipynb #5406a130
 from __future__ import annotations
-import gzip, hashlib, json, os, platform, resource, subprocess, sys, time
+import hashlib, os, platform, time
 from dataclasses import asdict
 from pathlib import Path
 import torch
-from .config import TransformerConfig, config_from_dict
 from .model import make_model, count_parameters
-from .batching import TokenBatchSampler, collate, padding_fraction
-from .data import default_data_dir
-from .bench import (TorchReference, bench_config, random_batch, make_train_step, time_interleaved, train_flops,
-    PEAK_BF16_TFLOPS, peak_tflops, compile_plan, at_threads, bench_train, bench_infer, bench_precision, bench_compile,
-    bench_attention, bench_loss, bench_adam, bench_decode, bench_decode_batches, bench_profile, make_pair, median, VARIANTS)
-from .precision import sync
+from .bench import (BENCH_PRESETS, bench_config, random_batch, at_threads, bench_train, bench_infer, bench_precision,
+    bench_attention, bench_decode, bench_decode_batches)
+from .fast_path import VARIANTS, compile_plan, bench_compile, bench_loss, bench_adam, bench_mfu
+from .op_profile import bench_profile
+from .scaling import bench_memory, bench_seqlen, bench_batching
 from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
 from .runs import short_cpu
 
 # %% auto #0
-__all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'peak_memory', 'bench_memory', 'bench_seqlen',
-           'sentence_lengths', 'bench_batching', 'bench_mfu', 'cpu_record', 'settings', 'bench_ct2', 'run_benchmarks',
-           'bench_plan', 'variants_of', 'ratio_rows', 'cpu_label', 'batch_label', 'print_report', 'best_against_best']
-
-# %% ../nbs/33_bench_suite.ipynb #55baf92e
-def _rss_mb() -> float | None:
-    try: return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError): return None
-
-def _maxrss_mb() -> float:
-    "Peak RSS of this process: VmHWM on Linux (ru_maxrss there keeps the parent's RSS across fork + exec)."
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"): return int(line.split()[1]) / 2**10  # kB
-    except OSError: pass
-    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r / 2**20 if sys.platform == "darwin" else r / 2**10  # bytes on macOS, KiB elsewhere
-
-def _memory_child(spec: str):
-    "Run in a fresh process: build one model, train two steps, print RSS numbers as JSON."
-    s = json.loads(spec)
-    torch.set_num_threads(s["threads"]); torch.manual_seed(0)
-    cfg = config_from_dict(TransformerConfig, s["cfg"])
-    model = make_model(cfg) if s["which"] == "ours" else TorchReference(cfg)
-    batch = random_batch(cfg, s["batch_size"], s["src_len"])
-    rss_before = _rss_mb()
-    step = make_train_step(model, batch, s["precision"], **s.get("recipe", {}))
-    step(); step()
-    print(json.dumps(dict(rss_before_mb=rss_before, peak_rss_mb=_maxrss_mb())))
-
-def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32", device="cpu", threads=1,
-                recipe: dict | None = None) -> dict: # recipe: `make_train_step`'s loss / adam options
-    "Peak memory of two training steps: RSS of a fresh process on the CPU, `max_memory_allocated` on CUDA (MiB)."
-    if which not in ("ours", "torch"): raise ValueError(f"which={which!r}: expected 'ours' or 'torch'")
-    recipe = dict(recipe or {})
-    if torch.device(device).type == "cuda":
-        torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(device); torch.manual_seed(0)
-        model = (make_model(cfg) if which == "ours" else TorchReference(cfg)).to(device)
-        step = make_train_step(model, random_batch(cfg, batch_size, src_len, device=device), precision, device, **recipe)
-        step(); step(); sync(device)
-        res = dict(peak_mb=torch.cuda.max_memory_allocated(device) / 2**20)
-        del model, step; torch.cuda.empty_cache()
-        return res
-    spec = json.dumps(dict(cfg=asdict(cfg), which=which, batch_size=batch_size, src_len=src_len, precision=precision,
-                           threads=threads, recipe=recipe))
-    import annotated_transformer
-    root = str(Path(annotated_transformer.__file__).resolve().parent.parent)  # the child imports this same package
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    code = f"from annotated_transformer.suite import _memory_child; _memory_child({spec!r})"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    if p.returncode != 0: raise RuntimeError(f"memory measurement of {which} failed:\n{p.stderr[-2000:]}")
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    before = out["rss_before_mb"]
-    return dict(peak_mb=out["peak_rss_mb"], rss_before_mb=before,  # growth: activations, gradients, Adam's state
-                growth_mb=None if before is None else out["peak_rss_mb"] - before)
-
-def bench_memory(cfg, batch_size, src_len, precision="fp32", device="cpu", threads=1) -> dict:
-    "Peak memory of ours, ours on the fast path and `nn.Transformer`, in total and per target token; ratio = ours / torch."
-    recipes = dict(ours=("ours", None), ours_fast=("ours", dict(loss="chunked", adam="auto")), torch=("torch", None))
-    res = {k: peak_memory(cfg, w, batch_size, src_len, precision, device, threads, r) for k, (w, r) in recipes.items()}
-    n = int((~random_batch(cfg, batch_size, src_len)["tgt_key_padding_mask"]).sum())  # the batch the children train on
-    for v in res.values():
-        v["mb_per_token"] = v["peak_mb"] / n
-        if v.get("growth_mb") is not None: v["growth_mb_per_token"] = v["growth_mb"] / n
-    growth = lambda k: None if res["torch"].get("growth_mb") is None else res[k]["growth_mb"] / res["torch"]["growth_mb"]
-    return dict(res, precision=precision, tokens=n, kind="max_allocated" if torch.device(device).type == "cuda" else "peak_rss",
-                ratio=res["ours"]["peak_mb"] / res["torch"]["peak_mb"], fast_ratio=res["ours_fast"]["peak_mb"] / res["torch"]["peak_mb"],
-                growth_ratio=growth("ours"), fast_growth_ratio=growth("ours_fast"))
-
-# %% ../nbs/33_bench_suite.ipynb #909d1182
-def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precision="fp32", reps=3, warmup=1,
-                 device="cpu") -> dict:
-    "Training step time of ours and `nn.Transformer` for each sequence length at `tokens` per batch (no padding)."
-    ours, ref = make_pair(cfg, device)
-    rows = []
-    for n in seqlens:
-        B = max(1, tokens // n)
-        batch = random_batch(cfg, B, n, min_frac=1.0, device=device)
-        t = time_interleaved({"ours": make_train_step(ours, batch, precision, device),
-                              "torch": make_train_step(ref, batch, precision, device)}, reps, warmup, device)
-        fl = train_flops(cfg, B, n, n, split=True)
-        rows.append(dict(n=n, batch_size=B, ours_step_s=median(t["ours"]), torch_step_s=median(t["torch"]),
-                         linear_flops=fl["linear"], attention_flops=fl["attention"]))
-    return dict(precision=precision, tokens=tokens, rows=rows)
-
-# %% ../nbs/33_bench_suite.ipynb #869d0117
-def sentence_lengths(data_dir: str | Path | None = None, n: int = 4000, seed: int = 0) -> tuple[list, list, str]:
-    "Source/target lengths (words + 1) of `n` Multi30k training pairs, or seeded random lengths when the corpus is absent."
-    g = torch.Generator().manual_seed(seed)
-    d = (Path(data_dir) if data_dir else default_data_dir()) / "multi30k"  # the data directory, as at-train's --data-dir
-    if d is not None and (d / "train.de.gz").exists() and (d / "train.en.gz").exists():
-        sides = []
-        for lang in ("de", "en"):
-            with gzip.open(d / f"train.{lang}.gz", "rt", encoding="utf-8") as f: sides.append([len(l.split()) + 1 for l in f])
-        idx = torch.randperm(len(sides[0]), generator=g)[:n].tolist()
-        return [sides[0][i] for i in idx], [sides[1][i] for i in idx], f"multi30k train word counts ({d})"
-    src = (torch.randn(n, generator=g) * 4.5 + 13).round().clamp(3, 45).long() + 1
-    tgt = (src.float() * (1 + 0.15 * torch.randn(n, generator=g))).round().clamp(3, 45).long()
-    return src.tolist(), tgt.tolist(), "seeded random lengths (Multi30k not found)"
-
-def _batch_from_lengths(cfg, idx, src_lens, tgt_lens, g, device):
-    pairs = [(torch.randint(3, cfg.src_vocab_size, (src_lens[i] - 1,), generator=g).tolist(),
-              torch.randint(3, cfg.tgt_vocab_size, (tgt_lens[i] - 1,), generator=g).tolist()) for i in idx]
-    b = collate(pairs, cfg.pad_idx, cfg.bos_idx, cfg.eos_idx)
-    return dict(src=b.src.to(device), tgt_in=b.tgt_in.to(device), tgt_out=b.tgt_out.to(device),
-                src_key_padding_mask=b.src_key_padding_mask.to(device), tgt_key_padding_mask=b.tgt_key_padding_mask.to(device))
-
-def bench_batching(cfg, max_tokens=2048, n_batches=4, precision="fp32", data_dir=None, device="cpu", warmup=1) -> dict:
-    "Useful target tokens/s of token-budget batches against fixed-size batches in random order, on real lengths."
-    src_lens, tgt_lens, source = sentence_lengths(data_dir)
-    token = list(TokenBatchSampler(src_lens, tgt_lens, max_tokens=max_tokens, seed=0))
-    per_batch = max(1, round(sum(map(len, token)) / len(token)))  # the same mean number of sentences per batch
-    order = torch.randperm(len(src_lens), generator=torch.Generator().manual_seed(0)).tolist()
-    fixed = [order[i: i + per_batch] for i in range(0, len(order) - per_batch + 1, per_batch)]
-    torch.manual_seed(0); model = make_model(cfg).to(device)
-    g, res = torch.Generator().manual_seed(0), dict(lengths=source, max_tokens=max_tokens, sentences_per_batch=per_batch)
-    for name, batches in (("fixed", fixed), ("token_budget", token)):
-        batches = batches[:n_batches + warmup]
-        data = [_batch_from_lengths(cfg, b, src_lens, tgt_lens, g, device) for b in batches]
-        for b in data[:warmup]: make_train_step(model, b, precision, device)()
-        secs, useful = 0.0, 0
-        for b in data[warmup:]:
-            step = make_train_step(model, b, precision, device)
-            sync(device); t0 = time.perf_counter(); step(); sync(device); secs += time.perf_counter() - t0
-            useful += int((~b["tgt_key_padding_mask"]).sum())
-        res[name] = dict(padding=padding_fraction(batches[warmup:], src_lens, tgt_lens)["both"], tok_per_s=useful / secs,
-                         tokens_per_batch=[int(b["tgt_out"].numel()) for b in data[warmup:]])
-    res["ratio"] = res["token_budget"]["tok_per_s"] / res["fixed"]["tok_per_s"]
-    return res
-
-# %% ../nbs/33_bench_suite.ipynb #78f095c4
-def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda", peak: float | None = None) -> dict:
-    "bf16 training throughput of our model on a GPU as achieved TFLOP/s and as a fraction of the device's peak."
-    if torch.device(device).type != "cuda": raise ValueError(f"MFU is measured on a CUDA device, got device={device!r}")
-    name = torch.cuda.get_device_name(torch.device(device))
-    torch.manual_seed(0); model = make_model(cfg).to(device)
-    batch = random_batch(cfg, batch_size, src_len, min_frac=1.0, device=device)
-    t = time_interleaved({"ours": make_train_step(model, batch, "bf16", device)}, reps, warmup, device)["ours"]
-    tflops = train_flops(cfg, batch_size, src_len, src_len) / median(t) / 1e12
-    peak = peak_tflops(name, peak)
-    return dict(device_name=name, batch_size=batch_size, src_len=src_len, step_s=median(t), tflops=tflops,
-                peak_tflops=peak, mfu=None if peak is None else tflops / peak,
-                tok_per_s=batch_size * src_len / median(t))
+__all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'ROW_FIELDS', 'cpu_record', 'settings', 'bench_ct2',
+           'run_benchmarks', 'bench_plan', 'variants_of', 'ratio_rows', 'cpu_label', 'batch_label', 'print_report',
+           'best_against_best']
 
 # %% ../nbs/33_bench_suite.ipynb #e28d90a2
 BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
@@ -177,6 +35,7 @@ DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu
                   ("cuda", "tiny"): (8, 12), ("cuda", "multi30k"): (256, 32), ("cuda", "base"): (128, 128),
                   ("cuda", "big"): (128, 128)}
 
+# %% ../nbs/33_bench_suite.ipynb #1d6dbeb8
 def cpu_record() -> dict:
     "The CPU's model name and the flags that decide bf16 speed (amx_bf16, avx512_bf16) from /proc/cpuinfo."
     try: info = Path("/proc/cpuinfo").read_text()
@@ -200,6 +59,7 @@ def _load() -> list[float] | None:
     try: return [round(x, 2) for x in os.getloadavg()]
     except (OSError, AttributeError): return None
 
+# %% ../nbs/33_bench_suite.ipynb #3882318a
 def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run directory (its newest intact one)
               data_dir: str | Path | None = None, # default: the one the run recorded
               threads: int = 1, reps: int = 3) -> dict:
@@ -210,6 +70,7 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run 
     return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), step=ck.get("step"),
                 task=task, split=test.split)
 
+# %% ../nbs/33_bench_suite.ipynb #ee685d90
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
                    shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
                    seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
@@ -266,7 +127,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
     return out
 
 # %% ../nbs/33_bench_suite.ipynb #429f93a1
-def bench_plan(presets: str, # comma-separated model sizes: tiny, multi30k, base, big (or a task's model)
+def bench_plan(presets: str, # comma-separated names of `BENCH_PRESETS`: model sizes and the tasks' models
                precisions: str = "fp32,bf16", # of the train, infer and memory benchmarks
                benchmarks: str | None = None, # comma-separated names of `BENCHMARKS` (None: `DEFAULT_BENCHMARKS`)
                device: str = "cpu", # cpu, cuda or cuda:N
@@ -276,7 +137,7 @@ def bench_plan(presets: str, # comma-separated model sizes: tiny, multi30k, base
               ) -> tuple[list[str], tuple[str, ...], tuple[str, ...], dict]: # presets, precisions, benchmarks, shapes
     "What `at-bench` will run, checked before anything runs: a wrong name is an error naming the argument."
     names = [p for p in presets.split(",") if p]
-    if not names: raise ValueError(f"presets={presets!r}: expected comma-separated model sizes (tiny, multi30k, base, big)")
+    if not names: raise ValueError(f"presets={presets!r}: expected comma-separated model sizes ({', '.join(BENCH_PRESETS)})")
     for p in names:
         try: bench_config(p)
         except ValueError as e: raise ValueError(f"presets={presets!r}: {e}") from None
@@ -308,88 +169,109 @@ def variants_of(setting: dict, # one setting of `bench_compile`'s result: varian
     return [v for v in VARIANTS if v in setting]
 
 # %% ../nbs/33_bench_suite.ipynb #1db1cce9
+def _speed_rows(r: dict): # one preset's results
+    "Rows of training and inference throughput against `nn.Transformer`, the profile's groups, and bf16 against fp32."
+    for kind in ("train", "infer"):
+        for prec, x in r.get(kind, {}).items():
+            yield f"{kind} {prec} tokens/s", x["ours"]["tok_per_s"], x["torch"]["tok_per_s"], "nn.Transformer", x["ratio"]
+    for prec, x in r.get("profile", {}).items():  # where the time goes: self time per operator group, ms per step
+        for g in x["ours"]["groups_ms"]:
+            yield (f"profile {prec}: {g}, ms/step, lower is better", x["ours"]["groups_ms"][g], x["torch"]["groups_ms"][g], "nn.Transformer",
+                   x["ours"]["groups_ms"][g] / x["torch"]["groups_ms"][g] if x["torch"]["groups_ms"][g] else None)
+    t = r.get("train", {})
+    if "fp32" in t and "bf16" in t:
+        yield ("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"], t["fp32"]["ours"]["tok_per_s"],
+               "fp32", t["bf16"]["ours"]["tok_per_s"] / t["fp32"]["ours"]["tok_per_s"])
+    if "precision" in r:
+        x = r["precision"]
+        yield (f"train tokens/s, bf16 vs fp32, trainer's step (auto: {x['auto']})", x["bf16"]["tok_per_s"],
+               x["fp32"]["tok_per_s"], "fp32", x["bf16_vs_fp32"])
+
+# %% ../nbs/33_bench_suite.ipynb #c5b22081
+def _compile_rows(r: dict): # one preset's results
+    "Rows of the compile benchmark: eager, compiled and the fast path against `nn.Transformer`, and each variant's utilization."
+    for prec, x in r.get("compile", {}).items():  # prec: "fp32, 1 thread", ...
+        yield f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"], "nn.Transformer", x["eager_ratio"]
+        yield (f"train {prec} tokens/s, both compiled", x["ours_compiled"]["tok_per_s"], x["torch_compiled"]["tok_per_s"],
+               "nn.T. compiled", x["compiled_ratio"])
+        yield (f"train {prec} tokens/s, ours fast path vs nn.T. compiled", x["ours_fast"]["tok_per_s"],
+               x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["fast_ratio"])
+        if "ours_fast_eager" in variants_of(x):
+            yield (f"train {prec} tokens/s, ours fast path eager vs nn.T. eager", x["ours_fast_eager"]["tok_per_s"],
+                   x["torch_eager"]["tok_per_s"], "nn.Transformer", x["fast_eager_ratio"])
+        yield (f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"], x["ours_eager"]["tok_per_s"],
+               "eager", x["compile_gain_ours"])
+        if x.get("peak_tflops"):
+            for k in variants_of(x):
+                yield f"train TFLOP/s {prec}, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"]
+
+# %% ../nbs/33_bench_suite.ipynb #76bf5529
+def _kernel_rows(r: dict): # one preset's results
+    "Rows of the pieces timed alone: fused against explicit attention, the chunked loss, the Adam implementations."
+    if "attention" in r:
+        x = r["attention"]
+        yield "train step s, fused vs explicit attention", x["fused_step_s"], x["explicit_step_s"], "explicit", x["ratio"]
+    if "loss" in r:
+        x = r["loss"]
+        yield "train step s, chunked vs readable loss", x["chunked_step_s"], x["readable_step_s"], "readable loss", x["ratio"]
+    if "adam" in r:
+        x = r["adam"]
+        yield "Adam step s, foreach vs readable loop", x["step_s"]["foreach"], x["step_s"]["readable"], "readable loop", x["foreach_ratio"]
+        yield "Adam step s, fused vs readable loop", x["step_s"]["fused"], x["step_s"]["readable"], "readable loop", x["fused_ratio"]
+
+def _decode_rows(r: dict): # one preset's results
+    "Rows of beam search: the readable and the static cache against none, at each batch size."
+    for x in ([r["decode"]] if "decode" in r else []) + list(r.get("decode_batch", {}).values()):
+        what = f"beam {x['beam_size']} sent/s, S={x['src_len']}, B={x['n_sentences']}"
+        yield f"{what}, cache vs none", x["cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["speedup"]
+        if "static_cache_sent_per_s" in x:
+            yield f"{what}, static vs none", x["static_cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["static_speedup"]
+            yield f"{what}, static vs cache", x["static_cache_sent_per_s"], x["cache_sent_per_s"], "readable cache", x["static_vs_cache"]
+
+# %% ../nbs/33_bench_suite.ipynb #63e03c45
+def _cost_rows(r: dict): # one preset's results
+    "Rows of peak memory and its growth in training, token-budget batching, and the GPU's utilization."
+    for prec, x in r.get("memory", {}).items():
+        yield f"peak MiB {prec} ({x['kind']}), lower is better", x["ours"]["peak_mb"], x["torch"]["peak_mb"], "nn.Transformer", x["ratio"]
+        if "ours_fast" in x:
+            yield (f"peak MiB {prec}, ours fast path, lower is better", x["ours_fast"]["peak_mb"], x["torch"]["peak_mb"],
+                   "nn.Transformer", x["fast_ratio"])
+        if x.get("growth_ratio") is not None:
+            yield (f"RSS growth MiB {prec} in training, lower is better", x["ours"]["growth_mb"], x["torch"]["growth_mb"],
+                   "nn.Transformer", x["growth_ratio"])
+        if x.get("fast_growth_ratio") is not None:
+            yield (f"RSS growth MiB {prec}, ours fast path, lower is better", x["ours_fast"]["growth_mb"], x["torch"]["growth_mb"],
+                   "nn.Transformer", x["fast_growth_ratio"])
+    if "batching" in r:
+        x = r["batching"]
+        yield "useful tokens/s, token budget vs fixed", x["token_budget"]["tok_per_s"], x["fixed"]["tok_per_s"], "fixed batches", x["ratio"]
+    if "mfu" in r:
+        x = r["mfu"]
+        yield "bf16 TFLOP/s, MFU vs peak", x["tflops"], x["peak_tflops"], f"{x['device_name']} peak", x["mfu"]
+
+# %% ../nbs/33_bench_suite.ipynb #8c719a58
+def _ct2_rows(x: dict): # the ct2 benchmark's result
+    "Rows of the trained model against CTranslate2: speed, BLEU, and the share of identical translations."
+    what = f"beam {x['beam_size']} sent/s, {x['sentences']} sentences, B={x['batch_size']}"
+    for ct in ("float32", "int8"):
+        yield f"{what}, vs CTranslate2 {ct}", x["ours"]["sentences_per_s"], x[f"ct2_{ct}"]["sentences_per_s"], f"CTranslate2 {ct}", x[f"ours_over_ct2_{ct}"]
+    yield "BLEU, beam, ours vs CTranslate2 float32", x["ours"]["bleu"], x["ct2_float32"]["bleu"], "CTranslate2 float32", None
+    yield ("BLEU, beam, CTranslate2's own |Y|^alpha penalty vs GNMT's", x["ct2_float32_own_penalty"]["bleu"], x["ct2_float32"]["bleu"],
+           "CTranslate2 float32", None)
+    yield "identical translations, greedy / beam", x["greedy_identical"], x["beam_identical"], "share", None
+
+# %% ../nbs/33_bench_suite.ipynb #38ac02c6
+ROW_FIELDS = ("what", "ours", "ref", "vs", "ratio")  # a row: measurement, ours, reference, what the reference is, ours / reference
+
 def ratio_rows(res: dict) -> list[dict]:
     "Flatten a `run_benchmarks` result into rows: preset, measurement, ours, reference, unit, ratio."
-    rows = []
-    for p, r in res["results"].items():
-        row = lambda what, ours, ref, vs, ratio: rows.append(dict(preset=p, what=what, ours=ours, ref=ref, vs=vs, ratio=ratio))
-        for kind in ("train", "infer"):
-            for prec, x in r.get(kind, {}).items():
-                row(f"{kind} {prec} tokens/s", x["ours"]["tok_per_s"], x["torch"]["tok_per_s"], "nn.Transformer", x["ratio"])
-        for prec, x in r.get("profile", {}).items():  # where the time goes: self time per operator group, ms per step
-            for g in x["ours"]["groups_ms"]:
-                row(f"profile {prec}: {g}, ms/step, lower is better", x["ours"]["groups_ms"][g], x["torch"]["groups_ms"][g], "nn.Transformer",
-                    x["ours"]["groups_ms"][g] / x["torch"]["groups_ms"][g] if x["torch"]["groups_ms"][g] else None)
-        t = r.get("train", {})
-        if "fp32" in t and "bf16" in t:
-            row("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"], t["fp32"]["ours"]["tok_per_s"],
-                "fp32", t["bf16"]["ours"]["tok_per_s"] / t["fp32"]["ours"]["tok_per_s"])
-        if "precision" in r:
-            x = r["precision"]
-            row(f"train tokens/s, bf16 vs fp32, trainer's step (auto: {x['auto']})", x["bf16"]["tok_per_s"],
-                x["fp32"]["tok_per_s"], "fp32", x["bf16_vs_fp32"])
-        for prec, x in r.get("compile", {}).items():  # prec: "fp32, 1 thread", ...
-            row(f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"], "nn.Transformer", x["eager_ratio"])
-            row(f"train {prec} tokens/s, both compiled", x["ours_compiled"]["tok_per_s"], x["torch_compiled"]["tok_per_s"],
-                "nn.T. compiled", x["compiled_ratio"])
-            row(f"train {prec} tokens/s, ours fast path vs nn.T. compiled", x["ours_fast"]["tok_per_s"],
-                x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["fast_ratio"])
-            if "ours_fast_eager" in variants_of(x):
-                row(f"train {prec} tokens/s, ours fast path eager vs nn.T. eager", x["ours_fast_eager"]["tok_per_s"],
-                    x["torch_eager"]["tok_per_s"], "nn.Transformer", x["fast_eager_ratio"])
-            row(f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"], x["ours_eager"]["tok_per_s"],
-                "eager", x["compile_gain_ours"])
-            if x.get("peak_tflops"):
-                for k in variants_of(x):
-                    row(f"train TFLOP/s {prec}, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"])
-        if "attention" in r:
-            x = r["attention"]
-            row("train step s, fused vs explicit attention", x["fused_step_s"], x["explicit_step_s"], "explicit", x["ratio"])
-        if "loss" in r:
-            x = r["loss"]
-            row("train step s, chunked vs readable loss", x["chunked_step_s"], x["readable_step_s"], "readable loss", x["ratio"])
-        if "adam" in r:
-            x = r["adam"]
-            row("Adam step s, foreach vs readable loop", x["step_s"]["foreach"], x["step_s"]["readable"], "readable loop", x["foreach_ratio"])
-            row("Adam step s, fused vs readable loop", x["step_s"]["fused"], x["step_s"]["readable"], "readable loop", x["fused_ratio"])
-        decs = ([r["decode"]] if "decode" in r else []) + list(r.get("decode_batch", {}).values())
-        for x in decs:
-            what = f"beam {x['beam_size']} sent/s, S={x['src_len']}, B={x['n_sentences']}"
-            row(f"{what}, cache vs none", x["cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["speedup"])
-            if "static_cache_sent_per_s" in x:
-                row(f"{what}, static vs none", x["static_cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["static_speedup"])
-                row(f"{what}, static vs cache", x["static_cache_sent_per_s"], x["cache_sent_per_s"], "readable cache", x["static_vs_cache"])
-        for prec, x in r.get("memory", {}).items():
-            row(f"peak MiB {prec} ({x['kind']}), lower is better", x["ours"]["peak_mb"], x["torch"]["peak_mb"], "nn.Transformer", x["ratio"])
-            if "ours_fast" in x:
-                row(f"peak MiB {prec}, ours fast path, lower is better", x["ours_fast"]["peak_mb"], x["torch"]["peak_mb"],
-                    "nn.Transformer", x["fast_ratio"])
-            if x.get("growth_ratio") is not None:
-                row(f"RSS growth MiB {prec} in training, lower is better", x["ours"]["growth_mb"], x["torch"]["growth_mb"],
-                    "nn.Transformer", x["growth_ratio"])
-            if x.get("fast_growth_ratio") is not None:
-                row(f"RSS growth MiB {prec}, ours fast path, lower is better", x["ours_fast"]["growth_mb"], x["torch"]["growth_mb"],
-                    "nn.Transformer", x["fast_growth_ratio"])
-        if "batching" in r:
-            x = r["batching"]
-            row("useful tokens/s, token budget vs fixed", x["token_budget"]["tok_per_s"], x["fixed"]["tok_per_s"], "fixed batches", x["ratio"])
-        if "mfu" in r:
-            x = r["mfu"]
-            row("bf16 TFLOP/s, MFU vs peak", x["tflops"], x["peak_tflops"], f"{x['device_name']} peak", x["mfu"])
+    rows = [dict(preset=p, **dict(zip(ROW_FIELDS, row))) for p, r in res["results"].items()
+            for rows_of in (_speed_rows, _compile_rows, _kernel_rows, _decode_rows, _cost_rows) for row in rows_of(r)]
     if "ct2" in res:  # the trained model against CTranslate2, same sentences, threads and batch
-        x, p = res["ct2"], "trained"
-        what = f"beam {x['beam_size']} sent/s, {x['sentences']} sentences, B={x['batch_size']}"
-        for ct in ("float32", "int8"):
-            rows.append(dict(preset=p, what=f"{what}, vs CTranslate2 {ct}", ours=x["ours"]["sentences_per_s"],
-                             ref=x[f"ct2_{ct}"]["sentences_per_s"], vs=f"CTranslate2 {ct}", ratio=x[f"ours_over_ct2_{ct}"]))
-        rows.append(dict(preset=p, what="BLEU, beam, ours vs CTranslate2 float32", ours=x["ours"]["bleu"],
-                         ref=x["ct2_float32"]["bleu"], vs="CTranslate2 float32", ratio=None))
-        rows.append(dict(preset=p, what="BLEU, beam, CTranslate2's own |Y|^alpha penalty vs GNMT's", ours=x["ct2_float32_own_penalty"]["bleu"],
-                         ref=x["ct2_float32"]["bleu"], vs="CTranslate2 float32", ratio=None))
-        rows.append(dict(preset=p, what="identical translations, greedy / beam", ours=x["greedy_identical"],
-                         ref=x["beam_identical"], vs="share", ratio=None))
+        rows += [dict(preset="trained", **dict(zip(ROW_FIELDS, row))) for row in _ct2_rows(res["ct2"])]
     return rows
 
+# %% ../nbs/33_bench_suite.ipynb #49e63dfd
 def cpu_label(settings: dict) -> str:
     "The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC (AVX2 only, no native bf16)'."
     c = settings["cpu"]

@@ -1,7 +1,9 @@
 "The benchmark harness of nbs/32_benchmarks and the suite of nbs/33_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
 import json, math, pytest, torch
-from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, bench_compile, bench_loss, bench_adam, bench_decode, matmul_tflops, VARIANTS
-from annotated_transformer.suite import peak_tflops, bench_mfu, bench_memory, BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
+from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, time_blocks, matmul_tflops, peak_tflops, bench_decode, BENCH_PRESETS
+from annotated_transformer.fast_path import bench_compile, bench_loss, bench_adam, bench_mfu, VARIANTS, readable_chart, chart_span_loss, chart_step_speed
+from annotated_transformer.scaling import bench_memory
+from annotated_transformer.suite import BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
 from annotated_transformer.cli import bench_main
 from annotated_transformer.decode import greedy_decode, beam_search
 from annotated_transformer.attention import padding_mask
@@ -203,7 +205,7 @@ def test_default_benchmarks_leave_compile_to_the_flag():
 def test_profile_groups_add_up_and_reach_the_report():
     "The profile of both models' training step: every operator's self time lands in exactly one group, and the report shows each group."
     from annotated_transformer.suite import run_benchmarks
-    from annotated_transformer.bench import OP_GROUPS
+    from annotated_transformer.op_profile import OP_GROUPS
     res = run_benchmarks(presets=("tiny",), benchmarks=("profile",), reps=1, warmup=1, precisions=("fp32",), log=lambda *a: None)
     pr = res["results"]["tiny"]["profile"]["fp32"]
     for k in ("ours", "torch"):
@@ -285,40 +287,104 @@ def test_compile_benchmark_on_cuda():
 
 
 def test_payback_steps():
-    from annotated_transformer.bench import payback_steps
+    from annotated_transformer.precision import payback_steps
     assert payback_steps(first_call_s=31.0, step_s=1.0, eager_step_s=2.0) == 30.0  # 30 s of compiling, 1 s saved per step
     assert payback_steps(5.0, 2.0, 2.0) is None and payback_steps(5.0, 3.0, 2.0) is None  # no gain: it never pays back
 
 
 @pytest.mark.parametrize("flags,native", [(set(), False), ({"avx2", "avx512_bf16"}, True), ({"amx_bf16"}, True)])
 def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
-    import annotated_transformer.bench as suite
-    monkeypatch.setattr(suite, "cpu_flags", lambda: flags)
-    monkeypatch.setattr(suite, "matmul_tflops", lambda device, dtype: 0.2 if dtype == torch.bfloat16 else 0.1)  # nothing is timed
-    plan = suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2))
+    import annotated_transformer.fast_path as fast_path
+    monkeypatch.setattr(fast_path, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(fast_path, "matmul_tflops", lambda device, dtype: 0.2 if dtype == torch.bfloat16 else 0.1)  # nothing is timed
+    plan = fast_path.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2))
     expect = [("fp32", 1)] + [("bf16", 1)] * native + [("fp32", 2)] + [("bf16", 2)] * native
     assert [(c["precision"], c["threads"]) for c in plan.values()] == expect
     assert [c["tflops"] for c in plan.values()] == [0.2 if p == "bf16" else 0.1 for p, _ in expect]
 
 
 def test_compile_plan_takes_a_given_peak_for_one_setting_only(monkeypatch):
-    import annotated_transformer.bench as suite
-    monkeypatch.setattr(suite, "cpu_flags", lambda: {"avx512_bf16"})
-    plan = suite.compile_plan("cpu", ("bf16",), threads=(2,), peak=0.5)
+    import annotated_transformer.fast_path as fast_path
+    monkeypatch.setattr(fast_path, "cpu_flags", lambda: {"avx512_bf16"})
+    plan = fast_path.compile_plan("cpu", ("bf16",), threads=(2,), peak=0.5)
     assert [(c["precision"], c["threads"], c["tflops"], c["kind"]) for c in plan.values()] == [("bf16", 2, 0.5, "given")]
     for precisions, threads in ((("fp32", "bf16"), (2,)), (("fp32",), (1, 2))):  # one number cannot be both rates
         with pytest.raises(ValueError, match="peak=0.5: one given peak for 2 settings"):
-            suite.compile_plan("cpu", precisions, threads=threads, peak=0.5)
-    monkeypatch.setattr(suite, "cpu_flags", lambda: set())  # bf16 is not run without native bf16: one setting is left
-    assert list(suite.compile_plan("cpu", ("fp32", "bf16"), threads=(1,), peak=0.5)) == ["fp32, 1 thread"]
+            fast_path.compile_plan("cpu", precisions, threads=threads, peak=0.5)
+    monkeypatch.setattr(fast_path, "cpu_flags", lambda: set())  # bf16 is not run without native bf16: one setting is left
+    assert list(fast_path.compile_plan("cpu", ("fp32", "bf16"), threads=(1,), peak=0.5)) == ["fp32, 1 thread"]
 
 
 def test_compile_plan_measures_each_peak_at_its_thread_count(monkeypatch):
-    import annotated_transformer.bench as suite
+    import annotated_transformer.fast_path as fast_path
     seen = []
-    monkeypatch.setattr(suite, "cpu_flags", lambda: set())
-    monkeypatch.setattr(suite, "matmul_tflops", lambda device, dtype: seen.append((torch.get_num_threads(), dtype)) or 0.1)
+    monkeypatch.setattr(fast_path, "cpu_flags", lambda: set())
+    monkeypatch.setattr(fast_path, "matmul_tflops", lambda device, dtype: seen.append((torch.get_num_threads(), dtype)) or 0.1)
     before = torch.get_num_threads()
-    plan = suite.compile_plan("cpu", ("fp32",), threads=(1, 2))
+    plan = fast_path.compile_plan("cpu", ("fp32",), threads=(1, 2))
     assert seen == [(1, torch.float32), (2, torch.float32)] and torch.get_num_threads() == before
     assert list(plan) == ["fp32, 1 thread", "fp32, 2 threads"] and "measured fp32" in plan["fp32, 2 threads"]["kind"]
+
+
+def test_bench_presets_are_one_list_in_the_help_and_the_errors(capsys):
+    "at-bench --presets: its help and bench_plan's error name every preset bench_config accepts (the README runs task models too)."
+    from annotated_transformer.suite import bench_plan
+    with pytest.raises(SystemExit): bench_main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(p in help_text for p in BENCH_PRESETS), help_text
+    with pytest.raises(ValueError) as e: bench_plan(",")
+    assert all(p in str(e.value) for p in BENCH_PRESETS)
+    for p in BENCH_PRESETS: assert bench_config(p).d_model > 0
+
+
+def test_time_blocks_times_whole_blocks_in_turn():
+    calls = []
+    blocks = time_blocks({"a": lambda b: calls.append(("a", b)), "b": lambda b: calls.append(("b", b))}, [0, 1, 2], warm=1, rounds=3)
+    assert calls == [(k, b) for _ in range(3) for k in "ab" for b in (0, 1, 2)]  # every batch of a block before the next function
+    assert [len(v) for v in blocks.values()] == [3, 3] and all(t >= 0 for v in blocks.values() for t in v)
+    with pytest.raises(ValueError, match="warm=2: expected 0 <= warm < 2 batches"): time_blocks({"a": print}, [0, 1], warm=2)
+    with pytest.raises(ValueError, match="rounds=0"): time_blocks({"a": print}, [0, 1], rounds=0)
+
+
+@pytest.fixture
+def toy_chart():
+    "A tiny chart parser's vocabulary, config (span loss) and one batch of two gold trees."
+    from annotated_transformer.trees import parse_tree
+    from annotated_transformer.chart import ChartConfig, ChartVocab, chart_batch
+    trees = [parse_tree("(TOP (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)))"),
+             parse_tree("(TOP (S (NP (NNS Prices)) (VP (VBD rose) (ADVP (RB sharply))) (. .)))")]
+    vocab = ChartVocab.from_trees(trees, min_count=1)
+    cfg = vocab.sized(ChartConfig(n_layers=1, d_model=16, n_heads=2, d_ff=32, d_char=8, d_label=16, dropout=0.3, loss="span"))
+    return vocab, cfg, chart_batch(vocab, [t.words() for t in trees], trees)
+
+
+def test_readable_chart_is_the_same_parser_with_nn_dropout(toy_chart):
+    from annotated_transformer.chart import ChartParser, ChartObjective
+    from annotated_transformer.attention import Dropout
+    vocab, cfg, b = toy_chart
+    torch.manual_seed(0); fast = ChartParser(cfg)
+    readable = readable_chart(fast)
+    ours = [m for m in fast.modules() if isinstance(m, Dropout)]
+    theirs = [m for m in readable.modules() if isinstance(m, torch.nn.Dropout)]
+    assert ours and not any(isinstance(m, Dropout) for m in readable.modules()) and [m.p for m in theirs] == [m.p for m in ours]
+    assert all(isinstance(m, Dropout) for m in ours)  # the original keeps its own
+    fast.eval()
+    readable = readable_chart(fast)  # a copy of a model in eval mode is in eval mode, its new nn.Dropout too
+    assert not any(m.training for m in readable.modules())
+    want = ChartObjective(vocab, "span").loss(fast, b)
+    assert torch.allclose(chart_span_loss(readable, b), want, atol=1e-5) and want > 0
+
+
+def test_chart_step_speed_times_both_steps_over_the_same_batches(toy_chart):
+    from annotated_transformer.tasks import TaskData
+    vocab, cfg, b = toy_chart
+    data = TaskData(train=[b] * 4, valid=None, tokenizer=vocab, model_config=cfg)
+    r = chart_step_speed(data, steps=3, warm=1, rounds=2)
+    assert [len(v) for v in r["blocks"].values()] == [2, 2] and set(r["blocks"]) == {"readable", "fast"}
+    assert r["seconds_per_step"] == {k: min(v) for k, v in r["blocks"].items()}
+    assert r["ratio_readable_over_fast"] == r["seconds_per_step"]["readable"] / r["seconds_per_step"]["fast"]
+    assert r["words"] == 3 * 10 and (r["steps"], r["warm_steps"], r["rounds"]) == (3, 1, 2)
+    with pytest.raises(ValueError, match="steps=4, warm=1: the training data has 4 batches"): chart_step_speed(data, steps=4, warm=1)
+    from dataclasses import replace
+    with pytest.raises(ValueError, match="loss='margin'"): chart_step_speed(replace(data, model_config=replace(cfg, loss="margin")))
+

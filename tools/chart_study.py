@@ -240,49 +240,17 @@ def test23_ensemble(*runs: str, out_name: str = "test23-ensemble.json"):
     print(f"{len(trees)} trees in {dt:.1f} s")
 
 def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
-    """Seconds per training step of the ptb-chart preset on WSJ batches: the package as it trains (`Dropout`'s CPU fast path, the
-    span loss read from `span_scores`) against the readable versions (`nn.Dropout`, the loss read from the filled chart), each with
-    its own Adam. Each variant takes `steps` steps over the same batches in a block of its own (after `warm` untimed steps), the
-    blocks alternating for `rounds` rounds; a variant's time is its fastest block. (Steps taken in turn, one of each, let each
-    model's allocations disturb the other's timing; that first version gave 1.24x where the blocks give 1.30x.)"""
-    import copy, itertools
-    import torch.nn as nn
+    """Seconds per training step of the ptb-chart preset on WSJ batches, the package's step against the readable one
+    (`fast_path.chart_step_speed`, nbs/32a_fast_path.ipynb): `steps` timed steps a block, after `warm`, for `rounds` rounds."""
     from dataclasses import replace
     from annotated_transformer.tasks import task_preset, build_chart_data
-    from annotated_transformer.chart import ChartParser, ChartObjective, span_loss
-    from annotated_transformer.attention import Dropout
-    from annotated_transformer.precision import cpu_flags, NATIVE_BF16_FLAGS
+    from annotated_transformer.fast_path import chart_step_speed
     torch.manual_seed(0)
     mcfg, tcfg, spec = task_preset("ptb-chart")
     data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
-    fast = ChartParser(data.model_config).train()
-    readable = copy.deepcopy(fast)
-    for m in list(readable.modules()):
-        for name, child in list(m.named_children()):
-            if isinstance(child, Dropout): setattr(m, name, nn.Dropout(child.p))
-    objective = ChartObjective(data.tokenizer, data.model_config.loss)
-    def chart_loss(model, b):  # the chart filled, then its spans read back: what training did before `span_scores`
-        s = model(b.words, b.chars, b.lengths).float()
-        i, j = torch.triu_indices(s.size(1), s.size(1), 1)
-        return span_loss(s[:, i, j, 1:], b.gold, b.lengths)
-    runs = dict(readable=(readable, chart_loss), fast=(fast, objective.loss))
-    opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4) for k, (m, _) in runs.items()}
-    batches = list(itertools.islice(iter(data.train), steps + warm))
-    blocks = {k: [] for k in runs}
-    for _ in range(rounds):
-        for k, (model, loss) in runs.items():
-            for n, b in enumerate(batches):
-                if n == warm: t0 = time.perf_counter()
-                opts[k].zero_grad(); (loss(model, b) / len(b)).backward(); opts[k].step()
-            blocks[k].append((time.perf_counter() - t0) / steps)
-    per = {k: min(v) for k, v in blocks.items()}
-    out = dict(command="python tools/chart_study.py step-speed", steps=steps, warm_steps=warm, rounds=rounds,
-               words=sum(int(b.lengths.sum()) for b in batches[warm:]), seconds_per_step=per, blocks=blocks,
-               ratio_readable_over_fast=per["readable"] / per["fast"], threads=torch.get_num_threads(), precision="fp32",
-               hardware=hardware(), load_average=os.getloadavg(), native_bf16_flags=sorted(cpu_flags() & set(NATIVE_BF16_FLAGS)),
-               note="each step: forward, loss, backward and Adam on one batch of the preset's 1500-word budget; the models start at "
-                    "initialization; each variant's fastest block of steps")
+    out = dict(command="python tools/chart_study.py step-speed", **chart_step_speed(data, steps, warm, rounds))
     atomic_write(OUT / "step_speed.json", json.dumps(out, indent=1) + "\n")
+    per = out["seconds_per_step"]
     print(f"s/step readable {per['readable']:.3f}, fast {per['fast']:.3f}: {out['ratio_readable_over_fast']:.2f}x")
 
 def decode(run: str, other: str):
