@@ -4,15 +4,14 @@
 
 # %% ../nbs/31_cli.ipynb #6a5bde0a
 from __future__ import annotations
-import argparse, json, math, os, re, shlex, signal, sys, threading, time, typing
-from dataclasses import asdict, fields
+import argparse, json, re, shlex, sys, time, typing
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 import torch
 from .config import TransformerConfig, TrainConfig, field_help, COMPILE_MODES
 from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, atomic_write
 from .checkpoint import CheckpointError, list_checkpoints, check_writable
-from .train import TrainingError
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
 from .evaluation import evaluate_run, run_splits, evaluation_summary
@@ -21,103 +20,14 @@ from .launch import run_task
 from .variations import GridSettings, ROWS, run_grid
 from .table3 import write_summary
 from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
+from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device, number, check_output,
+                                           check_output_dir, as_option, Terminated, run_script, BLANK_LINES, write_lines,
+                                           _skipped, _no_sentences)
 
 # %% auto #0
-__all__ = ['USER_ERRORS', 'BLANK_LINES', 'CHOICES', 'number', 'check_output', 'check_output_dir', 'as_option', 'Terminated',
-           'run_script', 'write_lines', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_main',
-           'evaluate_main', 'parse_main', 'variations_parser', 'variations_main', 'bench_main']
-
-# %% ../nbs/31_cli.ipynb #4f53c87f
-def number(kind: type = int, # int or float
-           low: float | None = None, # the smallest value allowed
-           positive: bool = False, # floats: also refuse 0
-          ):
-    "An argparse type: a finite `kind` at least `low`; anything else is a one-line usage error naming the value."
-    what = "an integer" if kind is int else "a number"
-    def parse(text: str):
-        try: x = kind(text)
-        except ValueError: raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not math.isfinite(x): raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-        if positive and x <= 0: raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")  # before `low`: 0 is refused too
-        if low is not None and x < low: raise argparse.ArgumentTypeError(f"expected at least {low}, got {text!r}")
-        return x
-    return parse
-
-def check_output(parser: argparse.ArgumentParser, option: str, path: str | None):
-    "Refuse an output path that cannot be written before any work starts (a directory, or a missing or read-only parent)."
-    if path in (None, "-"): return
-    p = Path(path)
-    if p.is_dir(): parser.error(f"{option} {path}: is a directory; expected a file name")
-    parent = p.resolve().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK): parser.error(f"{option} {path}: its directory does not exist or is not writable")
-
-def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
-    "Refuse an output directory that cannot be made before any work starts: a file in its way, or no permission to write."
-    p = Path(path)
-    if p.is_file(): parser.error(f"{option} {path}: is a file; expected a directory")
-    up = p.resolve()
-    while not up.exists(): up = up.parent
-    if not up.is_dir(): parser.error(f"{option} {path}: {up} is a file, so the directory cannot be made there")
-    if not os.access(up, os.W_OK): parser.error(f"{option} {path}: {up} is not writable")
-
-def as_option(error: Exception) -> str:
-    "A config's message `max_steps=0: ...` as the option a user typed: `--max-steps 0: ...`."
-    return re.sub(r"^(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')} ", str(error))
-
-USER_ERRORS = (CheckpointError, TrainingError, OSError, ValueError, KeyError, UnicodeError)
-
-class Terminated(KeyboardInterrupt):
-    "SIGTERM, raised where the script was, as Ctrl-C is: `finally` blocks and temporary files are cleaned up on the way out."
-
-def _raise_terminated(signum, frame): raise Terminated()
-
-def run_script(prog: str, # the console script's name, e.g. "at-train"
-               body, # function of argv returning an exit status
-               argv: list[str] | None = None) -> int:
-    "Run a console script: an error is one line `prog: error: ...` and exit 1, Ctrl-C exits 130 and SIGTERM 143; `--debug` shows the traceback."
-    argv = list(sys.argv[1:] if argv is None else argv)
-    main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, _raise_terminated) if main else None  # at-train's fit installs its own, then restores this
-    try: return body(argv) or 0
-    except KeyboardInterrupt as e:
-        term = isinstance(e, Terminated)
-        print(f"{prog}: {'terminated (SIGTERM)' if term else 'interrupted'}", file=sys.stderr); return 143 if term else 130
-    except Exception as e:
-        if "--debug" in argv: raise
-        text = " ".join(str(e).split()) or type(e).__name__
-        if isinstance(e, KeyError): text = f"missing entry {text}"
-        hint = "" if isinstance(e, USER_ERRORS) else f" ({type(e).__name__}; run again with --debug for the traceback)"
-        print(f"{prog}: error: {text}{hint}", file=sys.stderr)
-        return 1
-    finally:
-        if old is not None: signal.signal(signal.SIGTERM, old)
-
-# %% ../nbs/31_cli.ipynb #c2b8d4f3
-BLANK_LINES = ("A blank input line (empty or only spaces) is skipped: it gets a blank output line, so output line i always "
-               "belongs to input line i. Input with no sentence at all is not an error: its blank lines are written (nothing "
-               "for an empty input), a note goes to stderr and the command exits 0.")
-
-def write_lines(path: str, # a file, or "-" for standard output
-                lines: list[str], # one output line each, without its newline
-               ):
-    "Write `lines` to a file (atomically) or to stdout; a failed write to stdout is one `OSError` naming stdout and how far it got."
-    if path != "-": return atomic_write(path, "".join(l + "\n" for l in lines))
-    n = 0
-    try:
-        sys.stdout.flush()
-        for line in lines: sys.stdout.write(line + "\n"); sys.stdout.flush(); n += 1  # flushed line by line: n lines got there
-    except OSError as e:
-        if sys.stdout is sys.__stdout__:  # what stayed in the buffer goes nowhere at exit, not into a second error
-            null = os.open(os.devnull, os.O_WRONLY); os.dup2(null, sys.stdout.fileno()); os.close(null)
-        raise OSError(f"writing to stdout failed after {n} of {len(lines)} line{'s' * (len(lines) != 1)}: {e.strerror or e}") from None
-
-def _skipped(n_blank: int) -> str: return f"; {n_blank} blank line{'s' * (n_blank != 1)} skipped" if n_blank else ""
-
-def _no_sentences(prog: str, source: str, n_lines: int, verb: str) -> int:
-    "The note for an input without a sentence (`BLANK_LINES`): one line on stderr, exit status 0."
-    what = "it is empty" if not n_lines else f"{n_lines} blank line{'s' * (n_lines != 1)}"
-    print(f"{prog}: no sentences in {'<stdin>' if source == '-' else source} ({what}); nothing to {verb}", file=sys.stderr)
-    return 0
+__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_parser', 'translate_main',
+           'evaluate_parser', 'evaluate_main', 'parse_parser', 'parse_main', 'variations_parser', 'variations_main',
+           'bench_parser', 'bench_main']
 
 # %% ../nbs/31_cli.ipynb #abfed8fa
 CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), compile=COMPILE_MODES, model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
@@ -133,7 +43,8 @@ def _add_fields(parser: argparse.ArgumentParser, obj, seen: set, skip_seen: bool
         tp, default = hints[f.name], getattr(obj, f.name)
         args = typing.get_args(tp)
         kw = dict(dest=f.name, default=default, help=(f.metadata.get("help") or helps.get(f.name, f.name)).replace("%", "%%"))
-        if tp is bool: kw.update(action=argparse.BooleanOptionalAction)
+        if f.name == "device": kw.update(type=device_name, default="auto", metavar="DEVICE", help=DEVICE_HELP)  # as every script's
+        elif tp is bool: kw.update(action=argparse.BooleanOptionalAction)
         elif typing.get_origin(tp) is tuple or tp is tuple: kw.update(type=float, nargs=len(default), metavar="FLOAT")
         else:
             base = next((a for a in args if a is not type(None)), tp)  # int | None -> int
@@ -145,16 +56,13 @@ def _add_fields(parser: argparse.ArgumentParser, obj, seen: set, skip_seen: bool
         if dashed != "--" + f.name:  # the field's own spelling, accepted and not listed
             group.add_argument("--" + f.name, **kw).help = argparse.SUPPRESS
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    "Keeps the task list's line breaks and shows every option's default."
-
 def train_argparser(task: str = "copy", # whose preset gives the defaults
                  find: bool = False, # only to find the task: no --help, any word as the task
                 ) -> argparse.ArgumentParser:
     "The `at-train` parser: the tasks with one line each, every field an option with help and the defaults of `task`."
     listing = "\n".join(f"  {name:<16} {t.description}" for name, t in TASKS.items())
-    parser = argparse.ArgumentParser(
-        prog="at-train", usage="at-train TASK [--option VALUE ...]", formatter_class=_HelpFormatter, add_help=not find,
+    parser = Parser(
+        prog="at-train", usage="at-train TASK [--option VALUE ...]", add_help=not find,
         description="Train a Transformer (Attention Is All You Need) on a task preset. Each option overrides one setting "
                     f"of the preset.\n\ntasks:\n{listing}",
         epilog=f"Defaults shown are those of the task {task!r}; `at-train TASK --help` shows another task's. Options take "
@@ -167,7 +75,6 @@ def train_argparser(task: str = "copy", # whose preset gives the defaults
     for obj in (*task_preset(task), *([ModelSpec()] if TASKS[task].kind != "chart" else [])): _add_fields(parser, obj, seen)
     for obj in ([c for t in TASKS.values() for c in t.configs()] if find else []): _add_fields(parser, obj, seen, skip_seen=True)  # to find any task
     return parser
-
 
 # %% ../nbs/31_cli.ipynb #3b3211f1
 def find_task(argv: list[str]) -> str | None:
@@ -192,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
         if "betas" in kw: kw["betas"] = tuple(kw["betas"])
         try: out.append(type(obj)(**kw))
         except ValueError as e: parser.error(as_option(e))  # a config's own check (e.g. max_steps=0): one usage line, exit 2
-    if out[1].device.startswith("cuda") and not torch.cuda.is_available(): parser.error(f"--device {out[1].device}: no CUDA device is available")
+    pick_device(parser, out[1].device)  # a CUDA device that is not there: exit 2 (the trainer resolves "auto" itself)
     if "rnn_cell" in ns: out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return (task, *out)
 
@@ -207,9 +114,9 @@ def train_main(argv: list[str] | None = None) -> int:
     return run_script("at-train", _train, argv)
 
 # %% ../nbs/31_cli.ipynb #68d1e8ab
-def _translate(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).",
-                                epilog=BLANK_LINES)
+def translate_parser() -> Parser:
+    "The options of `at-translate`."
+    p = Parser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).", epilog=BLANK_LINES)
     p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory written by the trainer")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the one stored inside the checkpoint)")
     p.add_argument("--input", default="-", help="source file, one sentence per line (default: stdin)")
@@ -218,16 +125,19 @@ def _translate(argv: list[str]) -> int:
     p.add_argument("--beam", type=number(int, 1), default=4, help="beam size K (§6.1: 4; 1 = greedy)")
     p.add_argument("--alpha", type=number(float, 0), default=0.6, help="length penalty exponent (§6.1: 0.6)")
     p.add_argument("--max-len-a", type=number(float, 0), default=1.0, help="output at most a * source length + b tokens")
-    p.add_argument("--max-len-b", type=number(int, 0), default=50, help="(§6.1: input length + 50)")
+    p.add_argument("--max-len-b", type=number(int, 0), default=50, help="b of --max-len-a (§6.1: input length + 50)")
     p.add_argument("--batch-size", type=number(int, 1), default=64, help="sentences per batch")
     p.add_argument("--too-long", choices=["truncate", "error"], default="truncate", help="lines longer than the model's max_len")
     p.add_argument("--no-early-stop", action="store_true", help="tensor2tensor's stopping bound instead of stopping at K finished")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    add_device(p)
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    return p
+
+def _translate(argv: list[str]) -> int:
+    p = translate_parser()
     a = p.parse_args(argv)
     check_output(p, "--output", a.output)
-    if a.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
+    device = pick_device(p, a.device)
     model, tok = load_translator(a.checkpoint, a.tokenizer, device)
     lines = read_lines(a.input)
     refs = read_lines(a.reference) if a.reference else None
@@ -249,9 +159,10 @@ def translate_main(argv: list[str] | None = None) -> int:
     return run_script("at-translate", _translate, argv)
 
 # %% ../nbs/31_cli.ipynb #477a079d
-def _evaluate(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="at-evaluate", description="Choose the last checkpoint or an average of the last n on a "
-                                "validation split, decode a test split with beam search and greedily, write results.json (§6.1).")
+def evaluate_parser() -> Parser:
+    "The options of `at-evaluate`."
+    p = Parser(prog="at-evaluate", description="Choose the last checkpoint or an average of the last n on a validation split, "
+               "decode a test split with beam search and greedily, write results.json (§6.1).")
     p.add_argument("run_dir", help="the trainer's run directory")
     p.add_argument("--test", required=True, help="the split to report on, e.g. test (multi30k) or newstest2014 (wmt14)")
     p.add_argument("--out", required=True, help="directory for results.json, the hypotheses and a copy of metrics.jsonl")
@@ -264,10 +175,14 @@ def _evaluate(argv: list[str]) -> int:
     p.add_argument("--beam", type=number(int, 1), default=4, help="test beam size (§6.1: 4)")
     p.add_argument("--alpha", type=number(float, 0), default=0.6, help="length penalty (§6.1: 0.6)")
     p.add_argument("--select-beam", type=number(int, 1), default=1, help="beam used on the validation split to choose")
-    p.add_argument("--batch-size", type=number(int, 1), default=64)
-    p.add_argument("--save-chosen", default=None, help="write the chosen checkpoint (or average) to this file")
+    p.add_argument("--batch-size", type=number(int, 1), default=64, help="sentences decoded together")
+    p.add_argument("--save-chosen", default=None, help="write the chosen checkpoint (or average) to this file (default: not written)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="a progress bar on stderr per decoding pass")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    return p
+
+def _evaluate(argv: list[str]) -> int:
+    p = evaluate_parser()
     a = p.parse_args(argv)
     check_output(p, "--save-chosen", a.save_chosen)
     check_output_dir(p, "--out", a.out)
@@ -289,26 +204,30 @@ def evaluate_main(argv: list[str] | None = None) -> int:
     return run_script("at-evaluate", _evaluate, argv)
 
 # %% ../nbs/31_cli.ipynb #38fa2cc6
-def _parse(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).", epilog=BLANK_LINES)
+def parse_parser() -> Parser:
+    "The options of `at-parse`."
+    p = Parser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).", epilog=BLANK_LINES)
     p.add_argument("--checkpoint", required=True, nargs="+", help="checkpoint file or run directory, which stands for its newest checkpoint (best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or "
                    "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
-    p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr")
+    p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr (default: none, parse --input)")
     p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout); written only when all are parsed")
     p.add_argument("--beam", type=number(int, 1), default=21, help="beam size (§6.3: 21; 1 = greedy)")
     p.add_argument("--alpha", type=number(float, 0), default=0.3, help="length penalty exponent (§6.3: 0.3)")
     p.add_argument("--max-len-a", type=number(float, 0), default=1.0, help="output at most a * input length + b tokens")
-    p.add_argument("--max-len-b", type=number(int, 0), default=300, help="(§6.3: input length + 300)")
+    p.add_argument("--max-len-b", type=number(int, 0), default=300, help="b of --max-len-a (§6.3: input length + 300)")
     p.add_argument("--batch-size", type=number(int, 1), default=32, help="sentences decoded together")
     p.add_argument("--unconstrained", action="store_true", help="decode without TreeConstraint (outputs are repaired afterwards)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    add_device(p)
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    return p
+
+def _parse(argv: list[str]) -> int:
+    p = parse_parser()
     a = p.parse_args(argv)
-    if a.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
+    device = pick_device(p, a.device)
     if a.gold and a.input is not None: p.error(f"--gold {a.gold} and --input {a.input}: give one (--gold parses the words of its trees)")
     check_output(p, "--output", a.output)
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
@@ -340,11 +259,11 @@ def parse_main(argv: list[str] | None = None) -> int:
 # %% ../nbs/31_cli.ipynb #e50e1f16
 def variations_parser() -> argparse.ArgumentParser:
     "The options of `at-variations`: the rows, the output directory, and every `GridSettings` field."
-    p = argparse.ArgumentParser(prog="at-variations", formatter_class=_HelpFormatter, description="Train the rows of Table 3 (scaled down) on Multi30k and write table3.csv.")
+    p = Parser(prog="at-variations", description="Train the rows of Table 3 (scaled down) on Multi30k and write table3.csv.")
     p.add_argument("--rows", nargs="+", default=None, help=f"rows to run (default: all): {', '.join(ROWS)}")
     p.add_argument("--out", required=True, help="output directory, e.g. results/variations/cpu-600")
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="data directory (default: ./shared/data or $AT_DATA_DIR)")
-    p.add_argument("--run-root", "--run_root", dest="run_root", default=None, help="scratch run directories (default OUT/runs)")
+    p.add_argument("--run-root", "--run_root", dest="run_root", default=None, help="scratch run directories (default: OUT/runs)")
     p.add_argument("--keep-runs", "--keep_runs", dest="keep_runs", action="store_true", help="keep each row's checkpoint")
     p.add_argument("--seeds", type=lambda t: list(_int_list(t, 0)), default=None, help="comma-separated seeds, each row trained with each (default: --seed)")
     p.add_argument("--workers", type=number(int, 1), default=1, help="runs trained at once, each in its own process at one thread")
@@ -360,12 +279,14 @@ def _variations(argv: list[str]) -> int:
     if Path(a["out"]).is_file(): p.error(f"--out {a['out']}: is a file; expected a directory")
     try: s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})
     except ValueError as e: p.error(as_option(e))
-    if s.device == "cuda" and not torch.cuda.is_available(): p.error("--device cuda: no CUDA device is available")
+    s = replace(s, device=pick_device(p, s.device))  # what the grid records: the device it ran on
     code = 0
     try: run_grid(a["rows"], s, a["out"], a["data_dir"], a["run_root"], a["keep_runs"], seeds=a["seeds"], workers=a["workers"])
-    except KeyboardInterrupt as e:
-        print(f"at-variations: interrupted: {e or 'KeyboardInterrupt'}; runs already in the CSV are kept; run again to continue (an unfinished run from its last checkpoint)", file=sys.stderr)
-        code = 130
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM here, or a row's training stopped by one (its message names the signal)
+        term = isinstance(e, Terminated) or "SIGTERM" in str(e)
+        print(f"at-variations: {'terminated (SIGTERM)' if term else 'interrupted'}{f': {e}' if str(e) else ''}; runs already in the CSV "
+              "are kept; run again to continue (an unfinished run from its last checkpoint)", file=sys.stderr)
+        code = 143 if term else 130
     if (f := write_summary(a["out"])): print(f"at-variations: per-row summary in {f}")  # finished or not
     return code
 
@@ -380,12 +301,9 @@ def _int_list(text, low: int = 1):
     if not xs or min(xs) < low or len(set(xs)) < len(xs): raise argparse.ArgumentTypeError(f"{text!r}: expected distinct {'positive integers' if low == 1 else f'integers >= {low}'}")
     return xs
 
-class _OneLineErrors(argparse.ArgumentParser):
-    "An argument parser whose errors are one line (no usage block), exit status 2."
-    def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-def _run_bench(argv: list[str]) -> int:
-    ap = _OneLineErrors(prog="at-bench", description="Speed and memory of our Transformer against torch.nn.Transformer: prints a table and writes JSON.")
+def bench_parser() -> Parser:
+    "The options of `at-bench`."
+    ap = Parser(prog="at-bench", description="Speed and memory of our Transformer against torch.nn.Transformer: prints a table and writes JSON.")
     ap.add_argument("--benchmarks", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on "
                     f"CUDA only; default: all but compile)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
@@ -397,7 +315,7 @@ def _run_bench(argv: list[str]) -> int:
     ap.add_argument("--threads", type=number(int, 0), default=1, help="torch CPU threads (0: leave torch's default)")
     ap.add_argument("--compile-threads", type=_int_list, default=None, help="comma-separated CPU thread counts of the compile "
                     "benchmark, e.g. 1,2: each with its own measured matmul peak (default: --threads)")
-    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    add_device(ap)
     ap.add_argument("--batch-size", type=number(int, 1), default=None, help="sentences per batch (default: per device and preset)")
     ap.add_argument("--src-len", type=number(int, 1), default=None, help="longest source/target length (default: per preset)")
     ap.add_argument("--seqlens", type=_int_list, default=(16, 32, 64, 128, 256, 512), help="sequence lengths of the scaling benchmark")
@@ -408,20 +326,25 @@ def _run_bench(argv: list[str]) -> int:
     ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None, help="the peak TFLOP/s that MFU divides by: on a GPU the card's dense bf16 peak (default: looked up by its name); on a CPU it replaces "
                     "the measured matmul rate, so the compile benchmark must then run one precision at one thread count")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
-    ap.add_argument("--checkpoint", default=None, help="a trained translation checkpoint (file or run directory): adds the ct2 benchmark, our beam search against CTranslate2 on its test split (pip install ctranslate2)")
+    ap.add_argument("--checkpoint", default=None, help="a trained translation checkpoint (file or run directory): adds the ct2 benchmark, our beam search against CTranslate2 on its test split (pip install ctranslate2; default: none, no ct2 benchmark)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
     ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    return ap
+
+def _run_bench(argv: list[str]) -> int:
+    ap = bench_parser()
     a = ap.parse_args(argv)
     check_output(ap, "--out", a.out)
-    try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, a.device, a.compile,
+    device = pick_device(ap, a.device)
+    try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, device, a.compile,
                                                               a.batch_size, a.src_len, a.checkpoint)
     except ValueError as e:
         if str(e).startswith("checkpoint="): raise CheckpointError(as_option(e)) from None  # a bad file: exit 1, as in every command
         ap.error(as_option(e))
     if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
-    out = Path(a.out or f"results/bench/{torch.device(a.device).type}.json")
+    out = Path(a.out or f"results/bench/{torch.device(device).type}.json")
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
-    res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, a.device, a.threads or None, shapes, a.seqlens,
+    res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint,
                          compile_threads=a.compile_threads)

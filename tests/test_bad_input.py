@@ -3,8 +3,8 @@ a checkpoint of the wrong kind, zero / negative / NaN / non-number values, an un
 
 One table (`ROWS`) drives most of it. Each row runs a console script's entry function IN-PROCESS with an argv and asserts:
 the exit code (2 for a usage error argparse can see, else non-zero), no traceback (an exception other than SystemExit that
-escapes the entry function is one), a one-line message on stderr (`PROG: error: ...`; argparse's usage block before it is
-fine) that names the argument, file or line, and nothing left behind in the case directory (no new, changed or removed file,
+escapes the entry function is one), a one-line message on stderr (`PROG: error: ...`, no usage block before it: issue 63)
+that names the argument, file or line, and nothing left behind in the case directory (no new, changed or removed file,
 no `*.tmp`). A few rows expect success (exit 0): a resume that must fall back past a truncated checkpoint, a torn
 `metrics.jsonl` or `table3.csv` line that must be dropped with a warning, a tiny `at-bench` run.
 
@@ -14,7 +14,7 @@ no result dict, and `at-train` interrupted by SIGINT / SIGTERM must save and exi
 The entry points live in `ENTRY`: re-point them there when the scripts move (e.g. into `annotated_transformer/cli.py`).
 Everything the tests read is made here in tmp directories (tiny runs of 2-4 steps); nothing is downloaded.
 """
-import csv, errno, hashlib, importlib, io, json, os, random, re, shutil, signal, subprocess, sys, time
+import csv, errno, hashlib, importlib, io, json, os, random, re, shutil, signal, subprocess, sys, time, types
 from dataclasses import asdict
 from pathlib import Path
 import pytest, torch
@@ -650,8 +650,7 @@ def judge(script: str, rc: int, out: str, err: str, code, expect, problems: list
     if any(p.startswith("traceback") for p in problems): return problems  # no message of its own to judge
     lines = [l for l in err.splitlines() if l.strip()]
     if not lines: problems.append("nothing on stderr"); return problems
-    message = [l for l in lines if not l.startswith("usage:") and not l.startswith(" ")]  # argparse's usage block is fine
-    if len(message) != 1: problems.append(f"{len(message)} message lines, expected 1: {[l[:120] for l in message[-4:]]}")
+    if len(lines) != 1: problems.append(f"{len(lines)} lines on stderr, expected the one message: {[l[:120] for l in lines[:4]]}")
     last = lines[-1]
     if not last.startswith(f"{script}: "): problems.append(f"the last stderr line does not start with '{script}: ': {last[:200]!r}")
     if not any(e in last for e in expect): problems.append(f"the message does not name {expect}: {last[:200]!r}")
@@ -756,6 +755,26 @@ def test_interrupted_train_saves_and_exits_nonzero(tmp_path, empty_cache, sig, c
     if step != logged: problems.append(f"the last checkpoint is step {step} but training reached step {logged}")
     if list(run.glob("*.tmp")): problems.append(f"temporary files left: {list(run.glob('*.tmp'))}")
     assert not problems, "\n  ".join(problems) + f"\n--- stdout tail:\n{out[-600:]}\n--- stderr tail:\n{err[-600:]}"
+
+
+@pytest.mark.slow  # minutes on a busy CPU: the grid prepares its data before a row trains
+def test_variations_stopped_by_sigterm_exits_143(tmp_path, data_dir, empty_cache):
+    "at-variations exits 143 on SIGTERM, as at-train does (it exited 130, the status of Ctrl-C), and says what stopped it."
+    out = tmp_path / "grid"
+    cmd = console_command("at-variations") + va(types.SimpleNamespace(tmp=tmp_path, data_dir=data_dir), "--device", "cpu",
+                                                 rows=("base",))
+    cmd[cmd.index("--steps") + 1] = "100000"
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=subprocess_env(empty_cache))
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and not list(out.glob("runs/*/metrics.jsonl")):  # a row is training
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+    assert proc.returncode == 143 and "at-variations: terminated (SIGTERM)" in err and "Traceback" not in err, (proc.returncode, err[-1500:])
 
 
 # ---------------------------------------------------------------- issue 63: a full stdout; input with blank lines or no sentence

@@ -62,8 +62,9 @@ def test_dashes_underscores_and_option_order_agree():
     assert find_task(["--precision", "fp32", "--betas", "0.9", "0.99", "ptb-small"]) == "ptb-small"
 
 def test_unknown_option_is_an_error_with_usage(tmp_path, cli):
+    "One line, the error first and where to look after it: no usage block before it."
     r = cli(train_main, "copy", "--stepz", "5")
-    assert r.returncode == 2 and "unrecognized option --stepz" in r.stderr and "usage: at-train TASK" in r.stderr
+    assert r.returncode == 2 and r.stderr.splitlines() == ["at-train: error: unrecognized option --stepz; see at-train --help"], r.stderr
 
 def test_tasks_are_values_not_registrations():
     "Importing a module adds no task: TASKS is written out in tasks.py, parsing included, each with its description."
@@ -119,3 +120,112 @@ def test_in_process_runs_leave_denormals_alone():
     if not torch.set_flush_denormal(True):  # what an in-process at-train does; the fixture turns it off again after this test
         pytest.skip("this CPU cannot flush denormals to zero")
     assert (x * 1.0).item() == 0
+
+
+# ---------------------------------------------------------------- issue 63: the commands agree
+
+import argparse, re, signal, time
+from annotated_transformer.cli import (translate_main, evaluate_main, parse_main, variations_main, bench_main, translate_parser,
+                                       evaluate_parser, parse_parser, variations_parser, bench_parser)
+from annotated_transformer.console import DEVICE_HELP, device_name
+from conftest import run_entry
+
+COMMANDS = {  # console script -> (entry function, its parser)
+    "at-train": (train_main, lambda: train_argparser("copy")), "at-translate": (translate_main, translate_parser),
+    "at-evaluate": (evaluate_main, evaluate_parser), "at-parse": (parse_main, parse_parser),
+    "at-variations": (variations_main, variations_parser), "at-bench": (bench_main, bench_parser)}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+@pytest.mark.parametrize("prog", COMMANDS)
+def test_help_describes_every_option_and_shows_its_default(prog, cli):
+    "Every option in `--help` has a description; an optional one shows its default once, a required one none."
+    main, make = COMMANDS[prog]
+    r = cli(main, "--help")
+    assert r.returncode == 0 and "(default: None)" not in r.stdout, r.stdout
+    parser = make()
+    fmt = parser._get_formatter()
+    shown = [a for a in parser._actions if a.help != argparse.SUPPRESS and a.dest != "help"]
+    assert len(shown) > 5
+    problems = []
+    for a in shown:
+        name = (a.option_strings or [a.dest])[0]
+        h = " ".join(fmt._expand_help(a).split()) if a.help else ""
+        if name not in r.stdout: problems.append(f"{name}: not in --help")
+        if not h or h == a.dest: problems.append(f"{name}: no description")
+        if h.count("(default") > 1: problems.append(f"{name}: its default twice: {h}")
+        if a.required and "(default" in h: problems.append(f"{name}: required, but shows a default: {h}")
+        if not a.required and a.nargs != 0 and "(default" not in h: problems.append(f"{name}: no default shown: {h}")
+    assert not problems, "\n".join(problems)
+
+DEVICE_ARGS = {"at-train": ["copy"], "at-translate": ["--checkpoint", "CK"], "at-parse": ["--checkpoint", "CK"],
+               "at-variations": ["--out", "OUT"], "at-bench": []}
+
+def test_device_has_one_meaning_and_one_default():
+    "`--device` is one option in every script that has one: auto (the default), cpu, cuda or cuda:N."
+    have = {prog for prog, (_, make) in COMMANDS.items() if any("--device" in a.option_strings for a in make()._actions)}
+    assert have == set(DEVICE_ARGS)  # at-evaluate decodes where evaluate_run does: it has no --device
+    for prog in have:
+        a = next(a for a in COMMANDS[prog][1]()._actions if "--device" in a.option_strings)
+        assert (a.default, a.type, a.help) == ("auto", device_name, DEVICE_HELP), prog
+    assert variations_parser().parse_args(["--out", "x"]).device == "auto"  # was cpu
+    assert parse_args(["copy"])[2].device == "auto"
+
+@pytest.mark.parametrize("prog", DEVICE_ARGS)
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:99"])
+def test_a_bad_device_is_one_line_and_exit_2(prog, device, capfd, tmp_path):
+    if device == "cuda:99" and torch.cuda.device_count() > 99: pytest.skip("a machine with 100 GPUs")
+    args = [str(tmp_path / a) if a in ("CK", "OUT") else a for a in DEVICE_ARGS[prog]]
+    rc, out, err, problems = run_entry(COMMANDS[prog][0], [*args, "--device", device], capfd)
+    lines = err.strip().splitlines()
+    assert rc == 2 and not problems and len(lines) == 1 and lines[0].startswith(f"{prog}: error: ") and "--device" in lines[0], err
+    assert not (tmp_path / "OUT").exists()
+
+# ---- Ctrl-C or SIGTERM while a console script starts (importing torch): one line, 130 or 143
+
+ENTRY = "annotated_transformer.console:at_train"  # what the installed `at-train` runs
+STAGES = [  # (the first module whose `-X importtime` line has this name; the signal is sent when it is seen)
+    lambda m: m.startswith("numpy"),  # deep inside numpy's import, itself inside `import torch`
+    lambda m: m == "numpy",  # numpy done, torch still loading
+    lambda m: m.startswith("torch.nn"),
+    lambda m: m == "torch",  # torch done, the package's own modules still loading
+]
+
+def _signal_during_startup(tmp_path, stage, sig):
+    "Start at-train under `-X importtime`, send `sig` when the import of `stage` is reported; its status and non-import stderr."
+    mod, func = ENTRY.split(":")
+    cmd = [sys.executable, "-X", "importtime", "-c", f"import sys; from {mod} import {func}; sys.exit({func}())", "copy",
+           "--max-steps", "1", "--eval-every", "0", "--copy-n", "100", "--n-valid", "10", "--no-progress", "--device", "cpu",
+           "--precision", "fp32", "--compile", "off", "--run-dir", str(tmp_path / "run")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, *filter(None, [os.environ.get("PYTHONPATH")])]), "OMP_NUM_THREADS": "1"}
+    p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    sent, rest = False, []
+    try:
+        for line in p.stderr:
+            if not line.startswith("import time:"): rest.append(line); continue
+            if not sent and stage(line.rsplit("|", 1)[-1].strip()): p.send_signal(sig); sent = True
+        p.wait(timeout=300)
+    finally:
+        if p.poll() is None: p.kill(); p.wait()
+    assert sent, "the stage was never reached"
+    return p.returncode, [l.rstrip("\n") for l in rest if l.strip()]
+
+@pytest.mark.parametrize("stage", range(len(STAGES)))
+def test_ctrl_c_during_startup_is_one_line_and_130(tmp_path, stage):
+    "Ctrl-C at any moment of start-up (it used to be ignored inside numpy's import, or became a RecursionError)."
+    rc, err = _signal_during_startup(tmp_path, STAGES[stage], signal.SIGINT)
+    assert (rc, err) == (130, ["at-train: interrupted"]), (rc, err)
+    assert not (tmp_path / "run").exists()  # stopped before any work
+
+def test_sigterm_during_startup_is_one_line_and_143(tmp_path):
+    rc, err = _signal_during_startup(tmp_path, STAGES[0], signal.SIGTERM)
+    assert (rc, err) == (143, ["at-train: terminated (SIGTERM)"]), (rc, err)
+
+def test_entry_points_are_the_console_scripts():
+    "settings.ini's console scripts reach `console.start` (through the package root's lazy `at_train`, ...)."
+    import configparser, importlib
+    cfg = configparser.ConfigParser(); cfg.read(os.path.join(REPO, "settings.ini"))
+    scripts = dict(s.split("=") for s in cfg["DEFAULT"]["console_scripts"].split())
+    assert set(scripts) == {p for p in COMMANDS}
+    for prog, target in scripts.items():
+        mod, func = target.split(":")
+        assert callable(getattr(importlib.import_module(mod), func)), target
