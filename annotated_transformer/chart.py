@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
 from fastcore.basics import patch
-from .trees import Tree, TreeError
+from .trees import Tree
+from .spans import EMPTY, tree_spans, spans_to_tree, cky
 from .model import Encoder
 from .attention import Dropout
 from .embeddings import Embeddings, PositionalEncoding
@@ -21,83 +22,9 @@ from .evalb import evalb_sentence, bracket_prf
 from .data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['EMPTY', 'PAD', 'UNK', 'BOS', 'EOS', 'tree_spans', 'spans_to_tree', 'cky', 'ChartConfig', 'ChartParser', 'partition',
-           'tree_score', 'margin_loss', 'span_loss', 'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader',
-           'ensemble_scores', 'chart_parse', 'ChartObjective', 'plot_span_chart']
-
-# %% ../nbs/20_chart_parser.ipynb #21cb02bb
-EMPTY = "∅"  # the empty label: a span that is not a constituent (label id 0)
-
-def tree_spans(tree: Tree) -> tuple[list[str], list[str], list[tuple[int, int, str]]]:
-    "A tree's words, POS tags and labelled spans (i, j, label) over words i..j-1, below TOP; a unary chain is one label joined by '+'."
-    words, tags, spans = [], [], []
-    def go(t: Tree, above: list[str]):
-        if t.is_preterminal():
-            words.append(t.children[0]); tags.append(t.label)
-            if above: spans.append((len(words) - 1, len(words), "+".join(above)))
-            return
-        if any(isinstance(c, str) for c in t.children): raise TreeError(f"({t.label} ...): a word outside a preterminal")
-        if len(t.children) == 1: return go(t.children[0], above + [t.label])  # a unary chain continues
-        i = len(words)
-        for c in t.children: go(c, [])
-        spans.append((i, len(words), "+".join(above + [t.label])))
-    for c in (tree.children if tree.label == "TOP" else [tree]): go(c, [])
-    return words, tags, spans
-
-# %% ../nbs/20_chart_parser.ipynb #c0a1e103
-def spans_to_tree(words: list[str], tags: list[str], spans: list[tuple[int, int, str]]) -> Tree:
-    "The tree of non-crossing labelled spans, under TOP; words outside any one-word span become preterminals `(tag word)`."
-    label = {(i, j): l for i, j, l in spans}
-    ends = {}
-    for i, j in label: ends.setdefault(i, []).append(j)
-    def kids(i: int, j: int) -> list:
-        out, k = [], i
-        while k < j:
-            e = max((e for e in ends.get(k, []) if e <= j and (k, e) != (i, j)), default=None)
-            if e is None: out.append(Tree(tags[k], [words[k]])); k += 1
-            else: out.append(node(k, e)); k = e
-        return out
-    def node(i: int, j: int) -> Tree:
-        chain = label[i, j].split("+")
-        t = Tree(chain[-1], kids(i, j))
-        for l in reversed(chain[:-1]): t = Tree(l, [t])
-        return t
-    n = len(words)
-    return Tree("TOP", [node(0, n)] if (0, n) in label else kids(0, n))
-
-# %% ../nbs/20_chart_parser.ipynb #7886b824
-@torch.no_grad()
-def cky(scores: Tensor, # (B, N+1, N+1, L) label scores of span (i, j); label 0 is the empty label
-        lengths: Tensor, # (B,) words per sentence
-       ) -> tuple[list[list[tuple[int, int, int]]], Tensor]: # per sentence its labelled spans (i, j, label id); the best trees' scores (B,)
-    "The highest-scoring tree: sum of its spans' label scores, every span (i, j) of a binary bracketing labelled (∅ allowed except at the root)."
-    B, N, dev = scores.shape[0], scores.shape[1] - 1, scores.device
-    lengths = lengths.to(dev)
-    best, label = scores.max(-1)  # (B, N+1, N+1): the best label of every span
-    root_best, root_label = scores[..., 1:].max(-1)  # the root span must be a constituent
-    chart = scores.new_zeros(B, N + 1, N + 1); split = torch.zeros(B, N + 1, N + 1, dtype=torch.long, device=dev)
-    rows = torch.arange(B, device=dev)
-    for w in range(1, N + 1):
-        i = torch.arange(0, N + 1 - w, device=dev); j = i + w  # every span of width w
-        here, lab = best[:, i, j].clone(), label[:, i, j].clone()  # (B, N+1-w)
-        root = lengths == w  # sentences whose whole span has this width
-        here[root, 0], lab[root, 0] = root_best[root, 0, w], root_label[root, 0, w] + 1
-        label[rows[root], 0, w] = lab[root, 0]
-        if w > 1:
-            k = i[:, None] + torch.arange(1, w, device=dev)[None, :]  # (N+1-w, w-1) split points
-            both = chart[:, i[:, None], k] + chart[:, k, j[:, None]]  # (B, N+1-w, w-1)
-            m, arg = both.max(-1)
-            here = here + m; split[:, i, j] = torch.gather(k.expand(B, -1, -1), 2, arg.unsqueeze(-1)).squeeze(-1)
-        chart[:, i, j] = here
-    out, label, split = [], label.tolist(), split.tolist()  # the backtrace reads plain lists
-    for b, n in enumerate(lengths.tolist()):
-        spans, stack = [], [(0, n)]
-        while stack:
-            i, j = stack.pop()
-            if label[b][i][j]: spans.append((i, j, label[b][i][j]))
-            if j - i > 1: k = split[b][i][j]; stack += [(k, j), (i, k)]
-        out.append(sorted(spans, key=lambda s: (s[0], -s[1])))
-    return out, chart[rows, 0, lengths]
+__all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'ChartConfig', 'ChartParser', 'partition', 'tree_score', 'margin_loss', 'span_loss',
+           'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader', 'ensemble_scores', 'chart_parse',
+           'ChartObjective', 'plot_span_chart']
 
 # %% ../nbs/20_chart_parser.ipynb #62194a0c
 PAD, UNK, BOS, EOS = 0, 1, 2, 3  # word and character ids shared by every vocabulary

@@ -94,7 +94,7 @@ def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tm
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cky_on_cuda_equals_cpu():
-    from annotated_transformer.chart import cky
+    from annotated_transformer.spans import cky
     torch.manual_seed(0)
     s = torch.randn(4, 9, 9, 6); s[..., 0] = 0
     lengths = torch.tensor([8, 3, 1, 5])
@@ -139,7 +139,8 @@ def test_span_loss_from_flat_scores_equals_the_chart():
 
 def _chart_batch_one_cell_at_a_time(vocab, sentences, trees, max_chars=20):
     "chart_batch as it was first written: every row and cell filled one at a time (the reference for the faster one)."
-    from annotated_transformer.chart import PAD, UNK, BOS, EOS, tree_spans
+    from annotated_transformer.chart import PAD, UNK, BOS, EOS
+    from annotated_transformer.spans import tree_spans
     from annotated_transformer.data import SubwordTokenizer
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
     units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
@@ -258,7 +259,7 @@ def test_decoding_sums_count_with_eval_sums_what_parsing_counts(monkeypatch):
 
 def test_shifted_and_thresholded_charts():
     "A large constant on every non-empty label makes CKY bracket every span of a binary tree; a large negative one, only the root."
-    from annotated_transformer.chart import cky
+    from annotated_transformer.spans import cky
     from annotated_transformer.chart_choices import shift_labels, minus_threshold
     torch.manual_seed(0)
     s = torch.randn(2, 7, 7, 4); s[..., 0] = 0
