@@ -14,12 +14,12 @@ from .chart import ChartConfig
 from .data import atomic_write, new_directory
 from .decode import greedy_decode
 from .copy_task import copy_accuracy
-from .checkpoint import CheckpointError, check_new_run, model_from_config, newest_checkpoint
+from .checkpoint import Checkpoint, CheckpointError, check_new_run, load_checkpoint
+from .kinds import kind_of
 from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
 from .train import Trainer, seed_everything
 from .distributed import init_distributed, cleanup_distributed
 from .tasks import TASKS, DataSpec, build_data, build_chart_data
-from .chart import ChartObjective
 from .model import count_parameters
 from .parser import build_parsing_data
 
@@ -29,16 +29,15 @@ __all__ = ['SIGNAL_EXIT', 'resume_point', 'sample_report', 'write_copy_results',
 # %% ../nbs/30_launch.ipynb #f1be0858
 def resume_point(task: str, # the task being trained
                  run_dir: str | Path, # its run directory
-                ) -> tuple[Path, dict] | None:
+                ) -> Checkpoint | None:
     "The checkpoint `--resume` continues from, read before anything is touched; one of another task is an error naming both."
-    found = newest_checkpoint(run_dir) if Path(run_dir).is_dir() else None
-    if found is None: return check_new_run(run_dir, resuming=True)  # None, unless a best.pt alone is there to be overwritten
-    path, ck, _ = found
-    was = ck.get("extra", {}).get("task")
+    ck = load_checkpoint(run_dir, run_may_be_empty=True) if Path(run_dir).is_dir() else None
+    if ck is None: return check_new_run(run_dir, resuming=True)  # None, unless a best.pt alone is there to be overwritten
+    was = ck.task
     if was and was != task:
-        raise CheckpointError(f"{path} was written by `at-train {was}`, and this command trains {task}: resume it with "
+        raise CheckpointError(f"{ck.path} was written by `at-train {was}`, and this command trains {task}: resume it with "
                               f"`at-train {was} --resume`, or give {task} another --run-dir")
-    return path, ck
+    return ck
 
 # %% ../nbs/30_launch.ipynb #10b3b92d
 def sample_report(trainer, spec, tok, val_loader) -> dict:
@@ -72,7 +71,7 @@ def closing_lines(trainer, out: dict, report: dict, seconds: float, cpu_seconds:
     n = torch.get_num_threads()
     print(f"trained {out.get('step', trainer.step)} steps in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {n} thread{'s' * (n != 1)}, "
           f"{trainer.cfg.precision}, {trainer.world_size} process{'es' * (trainer.world_size != 1)})")
-    unit = "per sentence" if trainer.objective is not None else "per target token (label-smoothed)"
+    unit = getattr(trainer.objective, "unit", "per sentence")  # what its loss is a mean over (the chart parser's: sentences)
     words = [f"training loss {out['loss']:.4f} {unit}"] if "loss" in out else []
     if "val_f1" in out: words.append(f"dev F1 {out['val_f1']:.2f} (EVALB, all {out['val_sentences']} sentences)")
     if trainer.best: words.append(f"best {trainer.best['metric']} {trainer.best['value']:.2f} at step {trainer.best['step']} (best.pt)")
@@ -96,11 +95,11 @@ def run_task(task: str, # a name of `TASKS`
         if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
         try:
             resume = resume_point(task, tcfg.run_dir) if tcfg.resume else check_new_run(tcfg.run_dir)  # None, or refused before the data is built
-            if resume and resume[1].get("step", 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
-                print(f"{resume[0]}: the run already reached step {resume[1]['step']} of --max-steps {tcfg.max_steps}; nothing to do "
+            if resume and (resume.step or 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
+                print(f"{resume.path}: the run already reached step {resume.step} of --max-steps {tcfg.max_steps}; nothing to do "
                       "(raise --max-steps to train further)", flush=True)
                 return 0
-            return _run_locked(task, mcfg, tcfg, spec, command, resume[1].get("tokenizer") if resume else None)
+            return _run_locked(task, mcfg, tcfg, spec, command, resume.tokenizer if resume else None)
         finally:
             if first: unlock_run(tcfg.run_dir)
 
@@ -108,14 +107,14 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
-        kind = TASKS[task].kind
-        build = dict(parsing=build_parsing_data, chart=build_chart_data).get(kind, build_data)
+        build = dict(parsing=build_parsing_data, chart=build_chart_data).get(TASKS[task].kind, build_data)  # the task's data
         data = build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
-        model = model_from_config(data.model_config)  # a Transformer, the RNN with --model rnn, or the chart parser
+        kind = kind_of(data.model_config, data.tokenizer)  # the Transformer, the RNN with --model rnn, or either parser
+        model = kind.build(data.model_config)
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
                           extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts),
-                          objective=ChartObjective(data.tokenizer, data.model_config.loss) if kind == "chart" else None)
+                          objective=kind.make_objective(data.model_config, data.tokenizer))
         if info.is_main:
             print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
                   f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "
@@ -126,7 +125,7 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
         if "stopped_by" in out:  # saved and said so (`fit`); a non-zero status stops `at-train ... && at-evaluate ...`
             return SIGNAL_EXIT.get(out["stopped_by"], 130)
         if info.is_main:
-            report = sample_report(trainer, spec, data.tokenizer, data.valid) if kind not in ("parsing", "chart") else {}
+            report = sample_report(trainer, spec, data.tokenizer, data.valid) if kind.reads != "words" else {}
             path = write_copy_results(trainer, out, report, seconds, cpu_seconds) if spec.recipe == "copy" else None
             closing_lines(trainer, out, report, seconds, cpu_seconds, path)
         return 0

@@ -4,14 +4,16 @@
 
 # %% ../nbs/09_loss.ipynb #3ef567b7
 from __future__ import annotations
+import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['smooth_targets', 'label_smoothed_cross_entropy', 'LabelSmoothingLoss', 'chunked_label_smoothed_cross_entropy',
-           'ChunkedLabelSmoothingLoss', 'HiddenStates']
+           'ChunkedLabelSmoothingLoss', 'HiddenStates', 'SequenceObjective']
 
 # %% ../nbs/09_loss.ipynb #b2c4f455
 def smooth_targets(target: Tensor, # class indices (...)
@@ -162,3 +164,52 @@ class HiddenStates(nn.Module):
         memory = self.model.encode(src, src_key_padding_mask)  # (B, S, D)
         return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
 
+
+# %% ../nbs/09_loss.ipynb #5e90b1e2
+class SequenceObjective:
+    "What the `Trainer` computes for a sequence-to-sequence model: the loss of §5.4 summed over target tokens; validation loss, cross-entropy and perplexity per target token."
+    unit = "per target token (label-smoothed)"  # what the training loss is a mean over
+    def __init__(self, label_smoothing: float = 0.1, # epsilon_ls (the model config's `label_smoothing`)
+                 pad_idx: int = 0, # target padding: neither counted nor scored
+                 chunked: bool = True): # True: `ChunkedLabelSmoothingLoss` on the hidden states; False: `LabelSmoothingLoss` on the logits
+        self.criterion, self.pad_idx, self.generator = LabelSmoothingLoss(label_smoothing, pad_idx), pad_idx, None
+        self.chunked_criterion = ChunkedLabelSmoothingLoss(label_smoothing, pad_idx) if chunked else None
+        self.eager = None if chunked else "the readable loss runs as it is written"  # why compile "auto" keeps it eager (None: it may compile)
+
+    @classmethod
+    def from_config(cls, model_config, tokenizer=None, chunked: bool = True) -> SequenceObjective:
+        "The objective of a model of this config (`label_smoothing`, `pad_idx`); the tokenizer plays no part."
+        return cls(model_config.label_smoothing, model_config.pad_idx, chunked)
+
+    def count(self, batch) -> int: return int((batch.tgt_out != self.pad_idx).sum())  # target tokens: the loss's units
+    tokens = count  # and what tokens/s counts
+    trial_loss = None  # the precision and compile trials time their own step of this loss (the chunked one)
+
+    def net(self, model: nn.Module) -> nn.Module:
+        "What the trainer runs forward (and wraps in DDP, or compiles): the model up to its generator for the chunked loss, else the model."
+        self.generator = model.generator  # the chunked loss applies it outside the forward pass
+        return model if self.chunked_criterion is None else HiddenStates(model)
+
+    def loss(self, net, batch) -> Tensor:
+        "The loss summed over the batch's target tokens (fp32); `net` is what `net(model)` returned (or the model itself, readable)."
+        out = net(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)  # (B, T, D) or (B, T, V)
+        if self.chunked_criterion is None: return self.criterion(out, batch.tgt_out)[0]
+        if self.generator is None: raise RuntimeError("the chunked loss needs the model's generator: call net(model) first")
+        return self.chunked_criterion(out, self.generator, batch.tgt_out)[0]
+
+# %% ../nbs/09_loss.ipynb #5e90b1e7
+@patch
+def eval_sums(self: SequenceObjective, model: nn.Module, batch) -> Tensor:
+    "Label-smoothed loss, cross-entropy and target tokens of the batch, summed (fp64, on the batch's device)."
+    logits = model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)  # (B, T, V), in the caller's autocast
+    with torch.autocast(logits.device.type, enabled=False):  # the losses in fp32
+        s, n = self.criterion(logits, batch.tgt_out)
+        nll = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.pad_idx, reduction="sum")
+    return torch.stack([s.double(), nll.double(), n.double()])
+
+@patch
+def eval_metrics(self: SequenceObjective, sums: Tensor) -> dict:
+    "Per target token: `val_loss` (label-smoothed), `val_nll` (cross-entropy), `val_ppl` (its exponential); `val_tokens`."
+    loss, nll, n = sums.tolist()
+    if n == 0: raise ValueError("the validation loader has no target tokens")
+    return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)

@@ -14,17 +14,15 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from torch.nn.parallel import DistributedDataParallel as DDP
 from .config import TrainConfig
-from .model import Transformer
 from .optim import make_optimizer_and_scheduler
-from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
+from .loss import SequenceObjective
 from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward
-from .data import warn
-from .checkpoint import make_checkpoint, CheckpointError, check_writable, check_new_run, list_checkpoints, save_checkpoint, newest_checkpoint, write_checkpoint
+from .checkpoint import Checkpoint, make_checkpoint, CheckpointError, check_writable, check_new_run, list_checkpoints, save_checkpoint, load_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
 
 # %% auto #0
 __all__ = ['resolve_device', 'BatchStream', 'TrainingError', 'seed_everything', 'check_ranks_agree', 'get_rng_state',
-           'set_rng_state', 'Trainer', 'max_tokens_for_memory']
+           'set_rng_state', 'Trainer']
 
 # %% ../nbs/27_train.ipynb #6c9de35d
 def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
@@ -106,31 +104,27 @@ def set_rng_state(s: dict):
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
 
 # %% ../nbs/27_train.ipynb #edbcac52
-@torch.no_grad()
-def _count_tokens(batches, pad_idx) -> int:
-    return sum(int((b.tgt_out != pad_idx).sum()) for b in batches)
-
 def _memory_mb(device) -> float:
     if device.type == "cuda": return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 # %% ../nbs/27_train.ipynb #6e34c2b3
 class Trainer:
-    "Trains a `Transformer`: accumulation, mixed precision, DDP, metrics, checkpoints and resume."
-    def __init__(self, model: Transformer, # built by `make_model` (its `cfg` is stored in checkpoints)
+    "Trains any model by asking its objective (default: §5.4's, `SequenceObjective`): accumulation, mixed precision, DDP, metrics, checkpoints and resume."
+    def __init__(self, model: nn.Module, # built by its kind's `build` (its `cfg`, with `d_model` for the schedule, is stored in checkpoints)
                  cfg: TrainConfig, # settings
-                 train_loader, # DataLoader of `Batch`es with a `TokenBatchSampler` (this rank's shard)
-                 val_loader=None, # iterable of `Batch`es for validation (None: no validation)
+                 train_loader, # DataLoader of the objective's batches with a `TokenBatchSampler` (this rank's shard)
+                 val_loader=None, # iterable of batches for validation (None: no validation)
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
-                 loss: str = "chunked", # "chunked": `ChunkedLabelSmoothingLoss`; "readable": `LabelSmoothingLoss` on the logits
-                 objective=None, # None: the loss of §5.4 on `Batch`es; else what another kind of model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`)
+                 loss: str = "chunked", # the default objective's form: "chunked" (`ChunkedLabelSmoothingLoss`) or "readable" (on the logits)
+                 objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager` if it has them); None: `SequenceObjective` of `model.cfg`
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
         self.rank, self.world_size = _world()
         self.is_main = self.rank == 0
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
-        self.objective = objective
+        self.objective = objective if objective is not None else SequenceObjective.from_config(model.cfg, chunked=loss == "chunked")
         precision, why = self._precision(cfg, model, train_loader, loss)
         self.cfg = cfg = replace(cfg, precision=precision)  # checkpoints record the precision used, not "auto"
         if self.is_main: print(f"precision {precision} ({why})", flush=True)
@@ -151,7 +145,6 @@ class Trainer:
                                batches_per_epoch=len(getattr(train_loader, "batch_sampler", train_loader))))
         self.model = model.to(self.device)
         self.optimizer, self.scheduler = make_optimizer_and_scheduler(self.model, model.cfg.d_model, cfg)
-        self.criterion = LabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if objective is None else None
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.precision == "fp16")
         self.autocast = autocast_for(self.device, cfg.precision)
         self.train_stream, self.val_loader = BatchStream(train_loader), val_loader
@@ -164,10 +157,8 @@ class Trainer:
         resumed = bool(cfg.resume and self.resume())
         if self.is_main and not resumed and self.metrics_path.is_file():  # lines of a run stopped before its first checkpoint:
             self.metrics_path.unlink()  # their steps are lost, as `resume` drops the lines after its checkpoint
-        self.loss = loss  # chunked: the same loss and gradients without the (B, T, V) logits; the model stops before its generator
-        chunked = loss == "chunked" and objective is None
-        self.chunked_criterion = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx) if chunked else None
-        net = HiddenStates(self.model) if chunked else self.model
+        self.loss = loss  # recorded in the precision and compile trials' keys
+        net = self.objective.net(self.model) if hasattr(self.objective, "net") else self.model  # what runs forward: the objective's choice
         if self.world_size > 1:
             self.ddp = DDP(net, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.forward = self.ddp if self.world_size > 1 else net
@@ -180,7 +171,7 @@ class Trainer:
                            precision=cfg.precision, compile=cfg.compile)  # what ran, where auto chose
 
     @property
-    def raw_model(self) -> Transformer: return self.model
+    def raw_model(self) -> nn.Module: return self.model
 
     def elapsed(self) -> dict:
         "Seconds spent in `fit` up to now, over every resume: wall time (`train_s`) and this process's CPU time, all threads (`cpu_s`)."
@@ -192,7 +183,7 @@ class Trainer:
 
 # %% ../nbs/27_train.ipynb #38afeec6
 @patch
-def _precision(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader, loss: str) -> tuple[str, str]:
+def _precision(self: Trainer, cfg: TrainConfig, model: nn.Module, train_loader, loss: str) -> tuple[str, str]:
     "Resolve `cfg.precision` (auto's trial runs on rank 0, on the first batch, and every rank takes its answer)."
     if self.is_main:
         def trial():
@@ -210,13 +201,13 @@ def _precision(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader
 
 # %% ../nbs/27_train.ipynb #c0a1e008
 @patch
-def _compile(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader, loss: str) -> tuple[bool, str]:
+def _compile(self: Trainer, cfg: TrainConfig, model: nn.Module, train_loader, loss: str) -> tuple[bool, str]:
     "Resolve `cfg.compile` for the steps the run has left (auto's trial runs on rank 0, on the first batches, and every rank takes its answer)."
     decided = None
     if self.is_main:
         steps_left = max(0, cfg.max_steps - self.step)
-        if cfg.compile == "auto" and loss == "readable" and self.objective is None:
-            decided = False, "auto: the readable loss runs as it is written, eager"
+        if cfg.compile == "auto" and getattr(self.objective, "eager", None):  # an objective that is not worth compiling says why
+            decided = False, f"auto: {self.objective.eager}, eager"
         else:
             def trial(compiled: bool) -> dict:
                 with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed when it starts: the run's generator stays as is
@@ -234,8 +225,7 @@ def _compile(self: Trainer, cfg: TrainConfig, model: Transformer, train_loader, 
 def train_step(self: Trainer, batches: list) -> dict:
     "One optimizer step over `batches` (this rank's micro-batches); returns the metrics of the step."
     self.model.train()
-    if self.objective is None: n = seen = _count_tokens(batches, self.model.cfg.pad_idx)  # the loss's units and tokens/s's: target tokens
-    else: n, seen = (sum(f(b) for b in batches) for f in (self.objective.count, self.objective.tokens))  # a parser's: sentences, words
+    n, seen = (sum(f(b) for b in batches) for f in (self.objective.count, self.objective.tokens))  # the loss's units; what tokens/s counts
     n_total, seen_total = _all_reduce(torch.tensor([n, seen], dtype=torch.float64, device=self.device)).tolist()
     if n_total == 0: raise TrainingError(f"step {self.step + 1}: the batch has no target tokens")
     loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
@@ -243,12 +233,7 @@ def train_step(self: Trainer, batches: list) -> dict:
         batch = batch.to(self.device, non_blocking=True)
         sync = k == len(batches) - 1 or self.world_size == 1
         with (contextlib.nullcontext() if sync else self.ddp.no_sync()):
-            with self.autocast:  # out: logits (B, T, V), or hidden states (B, T, D) for the chunked loss
-                if self.objective is not None: s = self.objective.loss(self.forward, batch)  # summed over what `count` counts
-                else:
-                    out = self.forward(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-                    s, _ = (self.criterion(out, batch.tgt_out) if self.loss == "readable"  # fp32 sum over the target tokens
-                            else self.chunked_criterion(out, self.model.generator, batch.tgt_out))
+            with self.autocast: s = self.objective.loss(self.forward, batch)  # summed over what `count` counts (fp32)
             self.scaler.scale(s * (self.world_size / n_total)).backward()
         loss_sum += s.detach().double()
     stats = _all_reduce(torch.stack([loss_sum, torch.tensor(float(self.stop_signal is not None), dtype=torch.float64,
@@ -272,35 +257,20 @@ def train_step(self: Trainer, batches: list) -> dict:
 # %% ../nbs/27_train.ipynb #ded78b89
 @patch
 def evaluate(self: Trainer, loader=None) -> dict:
-    "Label-smoothed loss, cross-entropy and perplexity per target token over a validation loader."
+    "The objective's validation metrics over a loader (§5.4's: label-smoothed loss, cross-entropy and perplexity per target token)."
     loader = loader if loader is not None else self.val_loader
     self.model.eval()
-    if self.objective is not None:  # another kind of model: its own sums (e.g. matched brackets), all-reduced, then its metrics
-        sums = None
-        for batch in loader:
-            with torch.no_grad(), self.autocast: s = self.objective.eval_sums(self.model, batch.to(self.device)).double()
-            sums = s if sums is None else sums + s
-        self.model.train()
-        if sums is None: raise TrainingError("the validation loader is empty")
-        return self.objective.eval_metrics(_all_reduce(sums))
-    pad, sums = self.model.cfg.pad_idx, torch.zeros(3, dtype=torch.float64, device=self.device)
-    for batch in loader:
-        batch = batch.to(self.device)
-        with torch.no_grad():
-            with self.autocast:
-                logits = self.model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
-            s, n = self.criterion(logits, batch.tgt_out)
-            nll = nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad, reduction="sum")
-        sums += torch.stack([s.double(), nll.double(), n.double()])
-    loss, nll, n = _all_reduce(sums).tolist()
+    sums = None
+    for batch in loader:  # each rank sums over its batches (target tokens, losses; matched brackets), all-reduced below
+        with torch.no_grad(), self.autocast: s = self.objective.eval_sums(self.model, batch.to(self.device)).double()
+        sums = s if sums is None else sums + s
     self.model.train()
-    if n == 0: raise TrainingError("the validation loader has no target tokens")
-    return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)
-
+    if sums is None: raise TrainingError("the validation loader is empty")
+    return self.objective.eval_metrics(_all_reduce(sums))
 
 # %% ../nbs/27_train.ipynb #8d5d5f46
 @patch
-def state(self: Trainer) -> dict:
+def state(self: Trainer) -> Checkpoint:
     "Everything a checkpoint holds (every rank's generator states are gathered: every rank must call it)."
     rngs = [None] * self.world_size
     if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
@@ -308,8 +278,8 @@ def state(self: Trainer) -> dict:
     self.extra["clock"] = self.elapsed()  # a resumed run counts on from here: the time after its last checkpoint is lost, as its steps are
     return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
                            scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
-                           data=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
-                           tokenizer=self.tokenizer.state_dict() if self.tokenizer is not None else None, extra=self.extra)
+                           stream=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
+                           tokenizer=self.tokenizer, extra=self.extra)
 
 
 # %% ../nbs/27_train.ipynb #19deb1e2
@@ -326,25 +296,23 @@ def save(self: Trainer) -> Path | None:
 @patch
 def resume(self: Trainer) -> bool:
     "Continue from the newest intact checkpoint in `run_dir`, if there is one (a warning names each one skipped)."
-    found = newest_checkpoint(self.run_dir) if self.run_dir.is_dir() else None
-    if found is None:
+    ck = load_checkpoint(self.run_dir, run_may_be_empty=True) if self.run_dir.is_dir() else None  # a warning names each one skipped
+    if ck is None:
         if self.is_main: print(f"no checkpoint in {self.run_dir}: starting a new run")
         return False
-    path, ck, skipped = found
-    if self.is_main:
-        for s in skipped: warn(f"skipped {s}; resuming from {path.name}")
-    if ck["model_config"] != asdict(self.model.cfg):
-        diff = {k: (v, ck["model_config"].get(k)) for k, v in asdict(self.model.cfg).items() if ck["model_config"].get(k) != v}
+    path = ck.path
+    if ck.model_config != asdict(self.model.cfg):
+        diff = {k: (v, ck.model_config.get(k)) for k, v in asdict(self.model.cfg).items() if ck.model_config.get(k) != v}
         raise TrainingError(f"{path} was trained with another model config (now, checkpoint): {diff}")
-    self.model.load_state_dict(ck["model"])
-    self.optimizer.load_state_dict(ck["optimizer"]); self.scheduler.load_state_dict(ck["scheduler"])
-    self.scaler.load_state_dict(ck["scaler"])
-    self.train_stream.load_state_dict(ck["data"])
-    self.step, self.saved_step, self.last_checkpoint = ck["step"], ck["step"], path
-    self._rng = ck["rng"][self.rank] if len(ck["rng"]) == self.world_size else None  # restored when fit starts
-    self.best = (ck.get("extra") or {}).get("best")
+    self.model.load_state_dict(ck.weights)
+    self.optimizer.load_state_dict(ck.optimizer); self.scheduler.load_state_dict(ck.scheduler)
+    self.scaler.load_state_dict(ck.scaler)
+    self.train_stream.load_state_dict(ck.stream)
+    self.step, self.saved_step, self.last_checkpoint = ck.step, ck.step, path
+    self._rng = ck.rng[self.rank] if len(ck.rng) == self.world_size else None  # restored when fit starts
+    self.best = ck.best
     if self.best is not None: self.extra["best"] = self.best
-    self.clock = dict((ck.get("extra") or {}).get("clock") or self.clock)  # checkpoints from before the clock start at 0
+    self.clock = dict(ck.clock or self.clock)  # checkpoints from before the clock start at 0
     if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
         rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
     if self.is_main: print(f"resumed from {path} at step {self.step}")
@@ -418,42 +386,3 @@ def fit(self: Trainer) -> dict:
         if self.is_main: print(f"stopped by {self.stop_agreed} at step {self.step}; checkpoint {self.last_checkpoint}", flush=True)
     return dict(last, step=self.step, checkpoint=str(self.last_checkpoint))
 
-
-# %% ../nbs/27_train.ipynb #961208a7
-def max_tokens_for_memory(model: nn.Module, # the model to train, already on its device
-                          max_tokens: int, # the configured budget: returned as is on a CPU
-                          precision: str = "bf16", # autocast of the trial steps ("fp32", "bf16", "fp16")
-                          fraction: float = 0.8, # of the GPU's total memory the peak may use
-                          seq_len: int = 128, # source and target length of the trial sentences (at most the model's max_len)
-                          start: int = 4096, # first budget tried; doubled while it fits
-                          limit: int = 1 << 20, # largest budget tried
-                         ) -> int: # tokens per micro-batch (each side, padding included)
-    "The largest power-of-two multiple of `start` tokens whose training step fits in `fraction` of the GPU's memory; `max_tokens` on a CPU."
-    device = next(model.parameters()).device
-    if device.type != "cuda": return max_tokens
-    if not 0 < fraction <= 1: raise ValueError(f"fraction={fraction}: expected a value in (0, 1]")
-    seq_len = min(seq_len, getattr(model.cfg, "max_len", seq_len))  # a longer trial sentence would overrun the positional table
-    total = torch.cuda.get_device_properties(device).total_memory
-    adam = 2 * sum(p.numel() * 4 for p in model.parameters())  # exp_avg and exp_avg_sq, fp32
-    crit, net, cfg = ChunkedLabelSmoothingLoss(0.1, model.cfg.pad_idx), HiddenStates(model), model.cfg
-    best, tokens, was_training = None, start, model.training
-    model.train()
-    while tokens <= limit:
-        B = max(1, tokens // seq_len)
-        try:
-            torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(device)
-            src = torch.randint(3, cfg.src_vocab_size, (B, seq_len), device=device)  # (B, S)
-            tgt = torch.randint(3, cfg.tgt_vocab_size, (B, seq_len + 1), device=device)  # (B, T+1)
-            with autocast_for(device, precision):
-                s, n = crit(net(src, tgt[:, :-1]), model.generator, tgt[:, 1:])
-            (s / n).backward(); torch.cuda.synchronize(device)
-            peak = torch.cuda.max_memory_allocated(device) + adam
-        except torch.OutOfMemoryError: peak = float("inf")
-        finally:
-            model.zero_grad(set_to_none=True); src = tgt = s = n = None; torch.cuda.empty_cache()
-        if peak > fraction * total: break
-        best, tokens = tokens, tokens * 2
-    model.train(was_training)
-    if best is None: raise TrainingError(f"a micro-batch of {start} tokens does not fit in {fraction:.0%} of the GPU's "
-                                         f"{total / 2**30:.1f} GiB; lower start or seq_len")
-    return best

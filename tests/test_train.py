@@ -11,9 +11,11 @@ from annotated_transformer.model import make_model
 from annotated_transformer import train as T
 from annotated_transformer.train import Trainer, TrainingError, seed_everything
 from annotated_transformer.config import TrainConfig
-from annotated_transformer.checkpoint import (average_checkpoints, load_checkpoint, list_checkpoints, newest_checkpoint, save_checkpoint,
-                                              load_model, CheckpointError)
+from annotated_transformer.checkpoint import (average_checkpoints, load_checkpoint, list_checkpoints, save_checkpoint,
+                                              CheckpointError)
 from annotated_transformer.runs import read_metrics
+from annotated_transformer.loss import SequenceObjective
+from annotated_transformer.memory_budget import max_tokens_for_memory
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = copy_task_pairs(96, vocab_size=16, min_len=2, max_len=9, seed=0)
@@ -85,7 +87,7 @@ def test_mean_of_micro_batch_means_differs(tmp_path):
     assert n[0] != n[1]
     a.model.train()
     for mb in ma:
-        s, k = a.criterion(a.model(mb.src, mb.tgt_in, mb.src_key_padding_mask, mb.tgt_key_padding_mask), mb.tgt_out)
+        s, k = a.objective.criterion(a.model(mb.src, mb.tgt_in, mb.src_key_padding_mask, mb.tgt_key_padding_mask), mb.tgt_out)
         (s / k / len(ma)).backward()
     a.optimizer.step()
     b.train_step([collate(groups[0] + groups[1])])
@@ -113,10 +115,10 @@ def test_checkpoint_is_self_describing_and_keeps_last_k(tmp_path):
     tr = make_trainer(tmp_path, max_steps=6, save_every=1, keep_last=3)
     tr.fit()
     assert [p.name for p in list_checkpoints(tmp_path)] == ["ckpt_0000004.pt", "ckpt_0000005.pt", "ckpt_0000006.pt"]
-    assert newest_checkpoint(tmp_path)[0].name == "ckpt_0000006.pt"
+    assert load_checkpoint(tmp_path).path.name == "ckpt_0000006.pt"
     ck = load_checkpoint(tmp_path)  # weights_only=True
-    assert ck["step"] == 6 and ck["train_config"]["max_steps"] == 6
-    model = load_model(ck)
+    assert ck.step == 6 and ck.train_config["max_steps"] == 6
+    model = ck.build()
     assert torch.equal(params(model), params(tr.model))
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -126,9 +128,9 @@ def test_averaging_is_the_mean_of_parameters(tmp_path):
     tr.fit()
     paths = list_checkpoints(tmp_path)[-3:]
     avg = average_checkpoints(paths, tmp_path / "avg.pt")
-    models = [load_model(p) for p in paths]
+    models = [load_checkpoint(p).build() for p in paths]
     expected = torch.stack([params(m) for m in models]).mean(0)
-    torch.testing.assert_close(params(load_model(tmp_path / "avg.pt")), expected)
+    torch.testing.assert_close(params(load_checkpoint(tmp_path / "avg.pt").build()), expected)
     assert not torch.allclose(expected, params(models[-1]))  # the checkpoints differ, so the mean is not trivial
     with pytest.raises(ValueError, match="at least one"): average_checkpoints([])
 
@@ -136,7 +138,7 @@ def test_averaging_is_the_mean_of_parameters(tmp_path):
 def test_interrupted_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
     tr = make_trainer(tmp_path, max_steps=2)
     tr.fit()
-    good = newest_checkpoint(tmp_path)[0]
+    good = load_checkpoint(tmp_path).path
     real_save = torch.save
 
     def crashing_save(obj, f, *a, **k):
@@ -146,14 +148,14 @@ def test_interrupted_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
     tr.step = 3
     with pytest.raises(OSError, match="simulated crash"): tr.save()
     monkeypatch.setattr(T.torch, "save", real_save)
-    assert newest_checkpoint(tmp_path)[0] == good
-    assert load_checkpoint(tmp_path)["step"] == 2
+    assert load_checkpoint(tmp_path).path == good
+    assert load_checkpoint(tmp_path).step == 2
     assert not (tmp_path / "ckpt_0000003.pt").exists() and not list(tmp_path.glob("*.tmp"))
 
 
 def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(tmp_path):
     tr = make_trainer(tmp_path, max_steps=10, save_every=2)
-    crit = tr.chunked_criterion if tr.loss == "chunked" else tr.criterion  # the loss the trainer uses (chunked by default)
+    crit = tr.objective.chunked_criterion  # the loss the trainer uses (its default objective: the chunked form)
     real = crit.forward
 
     def poisoned(*args):
@@ -163,9 +165,9 @@ def test_nan_loss_stops_with_step_and_keeps_last_good_checkpoint(tmp_path):
     before = None
     with pytest.raises(TrainingError, match=r"step 5: the loss is nan.*ckpt_0000004\.pt"):
         tr.fit()
-    assert newest_checkpoint(tmp_path)[0].name == "ckpt_0000004.pt"
+    assert load_checkpoint(tmp_path).path.name == "ckpt_0000004.pt"
     ck = load_checkpoint(tmp_path)
-    assert all(torch.isfinite(v).all() for v in ck["model"].values())
+    assert all(torch.isfinite(v).all() for v in ck.weights.values())
     assert all(torch.isfinite(p).all() for p in tr.model.parameters())  # the update was not applied
 
 
@@ -199,11 +201,28 @@ def test_validation_and_metrics_file(tmp_path):
     assert {"lr", "grad_norm", "tokens_per_s", "mem_mb"} <= set(train[0])
 
 
+def test_evaluate_is_the_label_smoothed_loss_and_cross_entropy_per_target_token(tmp_path):
+    "The default objective's validation: §5.4's loss and the plain cross-entropy summed over the loader, per target token."
+    tr = make_trainer(tmp_path, val=True)
+    F, s, nll, n = torch.nn.functional, 0.0, 0.0, 0
+    tr.model.eval()
+    with torch.no_grad():
+        for b in tr.val_loader:
+            logits = tr.model(b.src, b.tgt_in, b.src_key_padding_mask, b.tgt_key_padding_mask).flatten(0, 1)
+            s += F.cross_entropy(logits, b.tgt_out.flatten(), ignore_index=0, label_smoothing=0.1, reduction="sum").item()
+            nll += F.cross_entropy(logits, b.tgt_out.flatten(), ignore_index=0, reduction="sum").item()
+            n += int((b.tgt_out != 0).sum())
+    tr.model.train()
+    v = tr.evaluate()
+    assert set(v) == {"val_loss", "val_nll", "val_ppl", "val_tokens"} and v["val_tokens"] == n
+    assert v["val_loss"] == pytest.approx(s / n, rel=1e-5) and v["val_nll"] == pytest.approx(nll / n, rel=1e-5)
+    assert v["val_loss"] != v["val_nll"] and tr.model.training  # two different losses; training mode is back
+
 def test_the_clock_counts_on_across_a_resume(tmp_path):
     "Every record carries the seconds spent in fit so far (wall and CPU); a resumed run counts on from its checkpoint's clock."
     first = make_trainer(tmp_path, max_steps=3, eval_every=3, val=True)
     first.fit()
-    clock = load_checkpoint(tmp_path)["extra"]["clock"]
+    clock = load_checkpoint(tmp_path).clock
     assert 0 < clock["train_s"] <= first.elapsed()["train_s"] and 0 < clock["cpu_s"] <= first.elapsed()["cpu_s"]  # saved just before fit returned
     resumed = make_trainer(tmp_path, max_steps=6, eval_every=3, val=True, resume=True)
     assert resumed.elapsed() == clock  # restored, and not running until fit starts
@@ -215,7 +234,7 @@ def test_the_clock_counts_on_across_a_resume(tmp_path):
         assert all(a <= b for a, b in zip(seq, seq[1:])), (key, seq)  # never goes back at the resume
         after = [r[key] for r in recs if r["step"] > 3]
         assert after and min(after) > clock[key]
-    assert load_checkpoint(tmp_path)["extra"]["clock"]["cpu_s"] >= recs[-1]["cpu_s"]
+    assert load_checkpoint(tmp_path).clock["cpu_s"] >= recs[-1]["cpu_s"]
 
 
 def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_path):
@@ -225,8 +244,8 @@ def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_pat
     tr.evaluate = lambda loader=None: dict(val_score=next(scores))
     tr.fit()
     best = load_checkpoint(tmp_path / "a" / "best.pt")
-    assert best["step"] == 4 and best["extra"]["best"] == dict(metric="val_score", value=3.0, step=4)
-    assert load_checkpoint(tmp_path / "a")["extra"]["best"]["step"] == 4  # every later checkpoint carries the best so far
+    assert best.step == 4 and best.best == dict(metric="val_score", value=3.0, step=4)
+    assert load_checkpoint(tmp_path / "a").best["step"] == 4  # every later checkpoint carries the best so far
     with pytest.raises(TrainingError, match=r"keep_best='val_f1': validation gives \['val_loss', 'val_nll', 'val_ppl', 'val_tokens'\]"):
         make_trainer(tmp_path / "b", max_steps=2, eval_every=2, val=True, keep_best="val_f1").fit()
 
@@ -265,7 +284,7 @@ def test_signal_writes_checkpoint_and_exits_cleanly(tmp_path, sig):
     assert result[1] == sig.name
     step = int(result[2])
     assert step >= 3
-    assert load_checkpoint(run)["step"] == step
+    assert load_checkpoint(run).step == step
 
 
 def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
@@ -288,11 +307,11 @@ def test_cli_copy_short_run_and_resume(tmp_path, capsys):
             "--eval_every", "2", "--save_every", "2"]
     assert train_main(args) == 0
     assert "exact-match accuracy" in capsys.readouterr().out
-    assert load_checkpoint(tmp_path)["step"] == 4
+    assert load_checkpoint(tmp_path).step == 4
     assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
-    assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path)["step"] == 6
+    assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path).step == 6
     from annotated_transformer.copy_task import copy_config
-    assert load_model(tmp_path).cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (11)
+    assert load_checkpoint(tmp_path).build().cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (11)
 
 
 # ---------------------------------------------------------------- fast paths: chunked loss, compile, memory sizing
@@ -311,7 +330,7 @@ def test_chunked_and_readable_loss_train_identically(tmp_path):
         cfg = TrainConfig(max_steps=6, warmup_steps=4, max_tokens=40, device="cpu", run_dir=str(tmp_path / loss),
                             progress=False, save_every=0, eval_every=0, eps=1e-3)  # eps: see the accumulation test
         tr = Trainer(model, cfg, make_loader(PAIRS, max_tokens=40, seed=0), loss=loss)
-        assert (tr.chunked_criterion is None) == (loss == "readable")
+        assert isinstance(tr.objective, SequenceObjective) and (tr.objective.chunked_criterion is None) == (loss == "readable")
         out[loss] = (losses_of(tr, batches), params(tr.model))
     assert out["chunked"][0] == pytest.approx(out["readable"][0], rel=1e-6)
     torch.testing.assert_close(out["chunked"][1], out["readable"][1], rtol=1e-5, atol=1e-6)
@@ -331,23 +350,23 @@ def test_compiled_steps_give_the_losses_of_eager_steps(tmp_path, loss):
     out = {}
     for compile in (False, True):
         tr = make_trainer(tmp_path / f"{compile}", compile=compile, eps=1e-3)
-        tr.loss = loss
-        tr.chunked_criterion = tr.chunked_criterion if loss == "chunked" else None
-        if loss == "readable": tr.forward = torch.compile(tr.model) if compile else tr.model
+        if loss == "readable":  # the readable form of the default objective, on the (compiled) model
+            tr.objective = SequenceObjective.from_config(tr.model.cfg, chunked=False)
+            tr.forward = torch.compile(tr.model) if compile else tr.model
         out[compile] = (losses_of(tr, batches), params(tr.model))
     assert out[True][0] == pytest.approx(out[False][0], rel=1e-5)
     torch.testing.assert_close(out[True][1], out[False][1], rtol=1e-4, atol=1e-5)
 
 
 def test_max_tokens_for_memory_is_the_configured_budget_on_cpu():
-    assert T.max_tokens_for_memory(make_model(TransformerConfig.tiny()), max_tokens=1234) == 1234
+    assert max_tokens_for_memory(make_model(TransformerConfig.tiny()), max_tokens=1234) == 1234
 
 
 @pytest.mark.cuda
 def test_max_tokens_for_memory_on_cuda():
     model = make_model(TransformerConfig.tiny(src_vocab_size=500, tgt_vocab_size=500)).cuda()
-    small = T.max_tokens_for_memory(model, 4096, fraction=0.02, start=512, limit=1 << 18)
-    large = T.max_tokens_for_memory(model, 4096, fraction=0.2, start=512, limit=1 << 18)
+    small = max_tokens_for_memory(model, 4096, fraction=0.02, start=512, limit=1 << 18)
+    large = max_tokens_for_memory(model, 4096, fraction=0.2, start=512, limit=1 << 18)
     assert 512 <= small <= large and small & (small - 1) == 0
     assert all(p.grad is None for p in model.parameters())  # the trial steps leave no gradients behind
 
@@ -362,4 +381,4 @@ def test_cli_compile_flag_trains(tmp_path, capsys):
     assert train_main(args) == 0
     assert "compile on (as asked)" in capsys.readouterr().out
     ck = load_checkpoint(tmp_path)
-    assert ck["step"] == 2 and ck["train_config"]["compile"] == "on"
+    assert ck.step == 2 and ck.train_config["compile"] == "on"
