@@ -21,7 +21,7 @@ _EXPORTS = {  # module -> the names it gives the package root (never a name that
     "decode": ["greedy_decode", "beam_search"],
     "copy_task": ["train_copy", "copy_accuracy"],
     "inference": ["load_translator", "translate", "bleu_scores"],
-    "checkpoint": ["save_model", "load_model", "load_checkpoint", "average_checkpoints", "average_last", "CheckpointError"],
+    "checkpoint": ["save_model", "load_checkpoint", "Checkpoint", "average_checkpoints", "average_last", "CheckpointError"],
     "runs": ["read_metrics", "plot_metrics", "training_summary"],
     "precision": ["resolve_precision"],
     "train": ["Trainer"],
@@ -46,11 +46,8 @@ def __dir__(): return sorted(list(globals()) + __all__)
 def _script(func: str, prog: str):
     "A console script's entry point: it imports the command line (and torch) itself, so that Ctrl-C during that import is one line and exit 130."
     def main():
-        import sys
-        try: from . import cli
-        except KeyboardInterrupt:
-            print(f"{prog}: interrupted while starting", file=sys.stderr); return 130
-        return getattr(cli, func)()
+        from .console import start  # stdlib only: its handler is in place before torch starts loading
+        return start(func, prog)
     main.__name__ = main.__qualname__ = func
     return main
 

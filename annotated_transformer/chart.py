@@ -302,6 +302,8 @@ def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemb
 # %% ../nbs/20_chart_parser.ipynb #95284f5b
 class ChartObjective:
     "What the `Trainer` computes for a `ChartParser`: the loss summed over sentences, and dev bracket F1 by EVALB (COLLINS.prm)."
+    unit = "per sentence"  # the training loss's unit, in at-train's closing line
+
     def __init__(self, vocab: ChartVocab, # the labels of the scores
                  loss: str = "margin"): # "margin" (`margin_loss`) or "span" (`span_loss`): the model config's `loss`
         if loss not in ("margin", "span"): raise ValueError(f"loss={loss!r}: expected 'margin' or 'span'")

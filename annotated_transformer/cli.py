@@ -11,7 +11,9 @@ import torch
 from .config import TransformerConfig, TrainConfig, field_help, COMPILE_MODES
 from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, atomic_write
-from .checkpoint import CheckpointError, list_checkpoints, check_writable
+from .checkpoint import CheckpointError, list_checkpoints, check_writable, load_checkpoint
+from .shipped import shipped_dir, shipped_names
+from .bench import BENCH_PRESETS
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
 from .evaluation import evaluate_run, run_splits, evaluation_summary
@@ -22,12 +24,12 @@ from .table3 import write_summary
 from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
 from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device, number, check_output,
                                            check_output_dir, as_option, Terminated, run_script, BLANK_LINES, write_lines,
-                                           _skipped, _no_sentences)
+                                           blank_note, no_sentences)
 
 # %% auto #0
-__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'translate_parser', 'translate_main',
-           'evaluate_parser', 'evaluate_main', 'parse_parser', 'parse_main', 'variations_parser', 'variations_main',
-           'bench_parser', 'bench_main']
+__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help', 'shipped_path',
+           'translate_parser', 'translate_main', 'evaluate_parser', 'evaluate_main', 'parse_parser', 'parse_main',
+           'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
 
 # %% ../nbs/31_cli.ipynb #abfed8fa
 CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), compile=COMPILE_MODES, model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
@@ -113,11 +115,23 @@ def train_main(argv: list[str] | None = None) -> int:
     "`at-train TASK [--option value ...]`: train any task, the same code under `python` and `torchrun` (DDP)."
     return run_script("at-train", _train, argv)
 
+# %% ../nbs/31_cli.ipynb #4e8a0aaa
+def shipped_help(command: str) -> str:
+    "The shipped models a command serves, for its --help."
+    return ", ".join(shipped_names(command)) or f"none in {shipped_dir()}"
+
+def shipped_path(p: argparse.ArgumentParser, name: str) -> Path:
+    "The directory of the shipped model `--model NAME`; an unknown name is a bad option (exit 2), naming the known ones."
+    if name not in shipped_names(): p.error(f"--model {name}: no such shipped model; expected one of {', '.join(shipped_names()) or 'none'} (in {shipped_dir()})")
+    return shipped_dir() / name
+
 # %% ../nbs/31_cli.ipynb #68d1e8ab
 def translate_parser() -> Parser:
     "The options of `at-translate`."
     p = Parser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).", epilog=BLANK_LINES)
-    p.add_argument("--checkpoint", required=True, help="checkpoint file or run directory written by the trainer")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="checkpoint file or run directory written by the trainer")
+    which.add_argument("--model", help=f"a shipped model by name, instead of --checkpoint: {shipped_help('at-translate')}")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the one stored inside the checkpoint)")
     p.add_argument("--input", default="-", help="source file, one sentence per line (default: stdin)")
     p.add_argument("--output", default="-", help="where translations go, one per input line (default: stdout)")
@@ -138,7 +152,7 @@ def _translate(argv: list[str]) -> int:
     a = p.parse_args(argv)
     check_output(p, "--output", a.output)
     device = pick_device(p, a.device)
-    model, tok = load_translator(a.checkpoint, a.tokenizer, device)
+    model, tok = load_translator(a.checkpoint or shipped_path(p, a.model), a.tokenizer, device)
     lines = read_lines(a.input)
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
@@ -148,9 +162,9 @@ def _translate(argv: list[str]) -> int:
     dt = time.perf_counter() - t0
     scores = bleu_scores(hyps, refs) if refs is not None and n else None
     write_lines(a.output, hyps)
-    if not n: return _no_sentences("at-translate", a.input, len(lines), "translate")
+    if not n: return no_sentences("at-translate", a.input, len(lines), "translate")
     print(f"at-translate: {len(lines)} lines in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
-          f"(beam {a.beam}, batch {a.batch_size}, {device}){_skipped(len(lines) - n)}", file=sys.stderr)
+          f"(beam {a.beam}, batch {a.batch_size}, {device}){blank_note(len(lines) - n)}", file=sys.stderr)
     if scores: print("\n".join(f"{k} = {scores[k]:.2f}  {scores[k + '_signature']}" for k in ("bleu", "chrf", "bleu_tok_lc")), file=sys.stderr)
     return 0
 
@@ -189,13 +203,14 @@ def _evaluate(argv: list[str]) -> int:
     if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
     paths = list_checkpoints(a.run_dir)
     if not paths: raise CheckpointError(f"{a.run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    last = load_checkpoint(paths[-1]).served_by("at-translate")  # read once; a parser's run is named as one, before anything else
     too_many = [n for n in a.average if n > len(paths)]
     if too_many: p.error(f"--average {too_many[0]}: {a.run_dir} keeps {len(paths)} checkpoint{'s' * (len(paths) != 1)}; "
                          f"expected at most {len(paths)}")
-    valid, test, task = run_splits(paths[-1], a.test, a.valid, a.recipe, a.data_dir, a.src_lang, a.tgt_lang)
+    valid, test, task = run_splits(last, a.test, a.valid, a.recipe, a.data_dir, a.src_lang, a.tgt_lang)
     t0 = time.perf_counter()
     res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
-                       progress=a.progress, save_chosen=a.save_chosen)
+                       progress=a.progress, save_chosen=a.save_chosen, last=last)
     print(evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0))
     return 0
 
@@ -207,7 +222,9 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 def parse_parser() -> Parser:
     "The options of `at-parse`."
     p = Parser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).", epilog=BLANK_LINES)
-    p.add_argument("--checkpoint", required=True, nargs="+", help="checkpoint file or run directory, which stands for its newest checkpoint (best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or "
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help=f"a shipped model by name, instead of --checkpoint: {shipped_help('at-parse')}")
+    which.add_argument("--checkpoint", nargs="+", help="checkpoint file or run directory, which stands for its newest checkpoint (best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or "
                    "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr (default: none, parse --input)")
@@ -231,7 +248,7 @@ def _parse(argv: list[str]) -> int:
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
-    model, vocab = load_parsers(a.checkpoint, device)
+    model, vocab = load_parsers(a.checkpoint or [shipped_path(p, a.model)], device)
     longest = max_words(model)
     if a.gold:
         r = parse_gold(model, vocab, read_gold(a.gold, longest), **kw)
@@ -247,9 +264,9 @@ def _parse(argv: list[str]) -> int:
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
               f"{s['precision']:.2f} F1 {s['f1']:.2f} exact {s['exact']:.2f} ({r['repaired']} repaired)", file=sys.stderr)
-    elif not idx: return _no_sentences("at-parse", a.input or "-", len(sents), "parse")
+    elif not idx: return no_sentences("at-parse", a.input or "-", len(sents), "parse")
     else: print(f"at-parse: {len(idx)} sentence{'s' * (len(idx) != 1)} parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s"
-                f"{_skipped(len(sents) - len(idx))}", file=sys.stderr)
+                f"{blank_note(len(sents) - len(idx))}", file=sys.stderr)
     return 0
 
 def parse_main(argv: list[str] | None = None) -> int:
@@ -309,7 +326,7 @@ def bench_parser() -> Parser:
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                     help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
                     "(compiled, chunked loss, fused Adam), with utilization: on a CPU fp32 and, where native, bf16 (default: on with --device cuda and no --benchmarks)")
-    ap.add_argument("--presets", default="multi30k,base", help="comma-separated model sizes: tiny, multi30k, base, big")
+    ap.add_argument("--presets", default="multi30k,base", help=f"comma-separated model sizes: {', '.join(BENCH_PRESETS)}")
     ap.add_argument("--reps", type=number(int, 1), default=5, help="timed repetitions per measurement (the median is reported)")
     ap.add_argument("--warmup", type=number(int, 0), default=1, help="untimed warm-up calls before timing")
     ap.add_argument("--threads", type=number(int, 0), default=1, help="torch CPU threads (0: leave torch's default)")

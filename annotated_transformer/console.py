@@ -10,7 +10,8 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'at_train', 'at_translate', 'at_evaluate', 'at_parse', 'at_variations',
            'at_bench', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'check_output',
-           'check_output_dir', 'as_option', 'device_name', 'add_device', 'pick_device', 'write_lines']
+           'check_output_dir', 'as_option', 'device_name', 'add_device', 'pick_device', 'write_lines', 'blank_note',
+           'no_sentences']
 
 # %% ../nbs/30a_console.ipynb #b2d0c007
 def _stop_at_once(prog: str):
@@ -166,9 +167,9 @@ def write_lines(path: str, # a file, or "-" for standard output
             null = os.open(os.devnull, os.O_WRONLY); os.dup2(null, sys.stdout.fileno()); os.close(null)
         raise OSError(f"writing to stdout failed after {n} of {len(lines)} line{'s' * (len(lines) != 1)}: {e.strerror or e}") from None
 
-def _skipped(n_blank: int) -> str: return f"; {n_blank} blank line{'s' * (n_blank != 1)} skipped" if n_blank else ""
+def blank_note(n_blank: int) -> str: return f"; {n_blank} blank line{'s' * (n_blank != 1)} skipped" if n_blank else ""
 
-def _no_sentences(prog: str, source: str, n_lines: int, verb: str) -> int:
+def no_sentences(prog: str, source: str, n_lines: int, verb: str) -> int:
     "The note for an input without a sentence (`BLANK_LINES`): one line on stderr, exit status 0."
     what = "it is empty" if not n_lines else f"{n_lines} blank line{'s' * (n_lines != 1)}"
     print(f"{prog}: no sentences in {'<stdin>' if source == '-' else source} ({what}); nothing to {verb}", file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from .model import Transformer
 from .data import SubwordTokenizer
-from .checkpoint import CheckpointError
+from .checkpoint import Checkpoint, CheckpointError
 from .inference import load_translator, encode_sources, translate, bleu_scores
 from .decode import length_penalty
 
@@ -72,7 +72,7 @@ def _need_ct2():
     return ctranslate2
 
 # %% ../nbs/34_ctranslate2.ipynb #d63c9378
-def export_ctranslate2(ckpt: dict | str | Path, # a translation checkpoint: loaded, a file, or a run directory
+def export_ctranslate2(ckpt: Checkpoint | str | Path, # a translation checkpoint: loaded, a file, or a run directory
                        output_dir: str | Path, # the CTranslate2 model directory to write
                        quantization: str | None = None, # None: fp32 weights as trained; else one of `QUANTIZATIONS`
                        tokenizer_dir: str | Path | None = None, # default: the tokenizer inside the checkpoint
@@ -161,7 +161,7 @@ def _timed(f, reps: int) -> tuple[list[str], float]:
         t0 = time.perf_counter(); outs = f(); ts.append(time.perf_counter() - t0)
     return outs, sorted(ts)[len(ts) // 2]
 
-def compare_ct2(ckpt: dict | str | Path, # a translation checkpoint
+def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                 lines: list[str], refs: list[str], # source sentences and their references
                 threads: int = 1, batch_size: int = 32, beam_size: int = 4, alpha: float = 0.6,
                 reps: int = 3, # timed repetitions of each decoder (median)

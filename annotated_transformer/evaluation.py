@@ -4,33 +4,36 @@
 
 # %% ../nbs/14_translation.ipynb #58a05aa9
 from __future__ import annotations
-import functools, json, os, re, shutil, signal, sys, time
+import contextlib, functools, json, os, re, shutil, signal, sys, threading, time
 from pathlib import Path
 import torch
 import sacrebleu
 from .data import Corpus, SubwordTokenizer, RECIPES, load_recipe
 from .model import Transformer, count_parameters
-from .checkpoint import CheckpointError, read_checkpoint, list_checkpoints, average_checkpoints, write_checkpoint, checkpoint_kind
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, list_checkpoints, average_checkpoints, write_checkpoint, check_writable
 from .data import atomic_write
 from .runs import training_summary, hardware
 from .inference import translate, bleu_scores, load_translator
 
 # %% auto #0
-__all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'evaluate_run',
-           'write_result_set', 'run_splits', 'evaluation_summary']
+__all__ = ['checkpoint_candidates', 'paper_tokenize', 'paper_bleu', 'score_corpus', 'run_languages', 'signals_deferred',
+           'writable_output', 'evaluate_run', 'write_result_set', 'run_splits', 'evaluation_summary']
 
 # %% ../nbs/14_translation.ipynb #32802a0c
 def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
                           average: tuple[int, ...] = (3, 5), # also average the last n checkpoints, for each n
-                         ) -> dict[str, dict]: # name -> checkpoint ("last", "avg3", ...)
-    "The last checkpoint of a run and the averages of its last n checkpoints."
+                          last: Checkpoint | None = None, # its newest checkpoint, when already read
+                         ) -> dict[str, Checkpoint]: # name -> checkpoint ("last", "avg3", ...)
+    "The last checkpoint of a run and the averages of its last n checkpoints (each file read once)."
     paths = list_checkpoints(run_dir)
     if not paths: raise CheckpointError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
     if any(n > len(paths) for n in average):
         raise ValueError(f"average={max(average)}: {run_dir} keeps {len(paths)} checkpoints; expected at most {len(paths)}")
-    out = {"last": read_checkpoint(paths[-1])}
+    k = max([1, *average])
+    cks = [load_checkpoint(p) for p in paths[-k:-1]] + [last if last is not None and last.path == paths[-1] else load_checkpoint(paths[-1])]
+    out = {"last": cks[-1]}
     for n in average:
-        if n > 1: out[f"avg{n}"] = average_checkpoints(paths[-n:])
+        if n > 1: out[f"avg{n}"] = average_checkpoints(cks[-n:])
     return out
 
 # %% ../nbs/14_translation.ipynb #66176080
@@ -78,11 +81,35 @@ def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus
     res = dict(hyps=hyps, seconds=time.perf_counter() - t0, **bleu_scores(hyps, list(corpus.tgt)))
     return dict(res, **paper_bleu(hyps, list(corpus.tgt), lang)) if lang else res
 
-def run_languages(ckpt: dict) -> tuple[str | None, str | None]:
+def run_languages(ck: Checkpoint) -> tuple[str | None, str | None]:
     "(source, target) language of the run that wrote a checkpoint: its data spec, else its recipe's default."
-    spec = ckpt.get("extra", {}).get("data", {})
+    spec = ck.data_spec
     default = getattr(RECIPES.get(spec.get("recipe")), "langs", (None, None))
     return spec.get("src_lang") or default[0], spec.get("tgt_lang") or default[1]
+
+# %% ../nbs/14_translation.ipynb #9686f618
+@contextlib.contextmanager
+def signals_deferred(signals=(signal.SIGINT, signal.SIGTERM)):
+    """Hold Ctrl-C and SIGTERM until the block is done, then deliver them. Python runs signal handlers in the main thread whichever
+    thread the kernel chose, so blocking the signals in this thread (`pthread_sigmask`) is not enough once other threads exist."""
+    if threading.current_thread() is not threading.main_thread(): yield; return  # handlers can only be set in the main thread
+    got = []
+    old = {s: signal.signal(s, lambda n, f: got.append(n)) for s in signals}
+    try: yield
+    finally:
+        for s, h in old.items(): signal.signal(s, h)
+        for n in got: signal.raise_signal(n)  # now, with the handlers that were there before
+
+@contextlib.contextmanager
+def writable_output(out: Path):
+    "Prove that files can be written in `out` before the work starts; a failure (now or later) removes the directory if it made it."
+    made = not out.exists()
+    try:
+        check_writable(out, "--out")
+        yield out
+    except BaseException:
+        if made and out.is_dir() and not any(out.iterdir()): out.rmdir()
+        raise
 
 # %% ../nbs/14_translation.ipynb #fa423877
 def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints, metrics.jsonl, run.json)
@@ -95,18 +122,25 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  batch_size: int = 64, # sentences per batch
                  progress: bool = False, # a progress bar on stderr for every decoding pass
                  save_chosen: str | Path | None = None, # also write the chosen checkpoint (or average) here
+                 last: Checkpoint | None = None, # the run's newest checkpoint, when already read
                 ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
     training, metrics = training_summary(run_dir), (run_dir / "metrics.jsonl").read_bytes()  # a run without its log fails now, not after decoding
-    cands = checkpoint_candidates(run_dir, average)
+    with writable_output(out):  # a full disk or a read-only place fails now, before any decoding, and leaves no directory behind
+        return _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress, save_chosen,
+                             last, training, metrics)
+
+def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress, save_chosen, last,
+                  training, metrics) -> dict:
+    cands = checkpoint_candidates(run_dir, average, last)
     src_lang, lang = run_languages(cands["last"])
     selection = {}
     for name, ck in cands.items():
         model, tok = load_translator(ck)
         r = score_corpus(model, tok, valid, select_beam, alpha, batch_size,
                          desc=progress and f"{valid.split}: {name} ({len(cands)} candidates), beam {select_beam}")
-        selection[name] = dict(step=ck["step"], n_averaged=len(ck.get("averaged", [None])), valid_bleu=r["bleu"],
+        selection[name] = dict(step=ck.step, n_averaged=len(ck.averaged or [None]), valid_bleu=r["bleu"],
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
     chosen = max(selection, key=lambda n: selection[n]["valid_bleu"])
     model, tok = load_translator(cands[chosen])
@@ -118,11 +152,11 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                n_valid=len(valid), n_test=len(test),
                chosen=chosen, selection=selection, selected_by=f"validation BLEU, beam {select_beam}",
                test_beam=dict(beam_size=beam_size, alpha=alpha, **scores(beam)), test_greedy=dict(beam_size=1, **scores(greedy)),
-               bleu_tok_lc_note="sacreBLEU corpus BLEU with lowercase=True and its default 18 tokenization",
+               bleu_tok_lc_note="sacreBLEU corpus BLEU with lowercase=True and its default 13a tokenization",
                direction=f"{src_lang}-{lang}",
-               parameters=count_parameters(model), steps=last["step"], model_config=last["model_config"],
-               train_config=last["train_config"], precision=last["train_config"]["precision"],
-               command=last.get("extra", {}).get("command") or "unknown: the run records no at-train command line", training=training, hardware=hardware())
+               parameters=count_parameters(model), steps=last.step, model_config=last.model_config,
+               train_config=last.train_config, precision=last.train_config["precision"],
+               command=last.command or "unknown: the run records no at-train command line", training=training, hardware=hardware())
     write_result_set(out, {"test.beam.txt": "".join(h + "\n" for h in beam["hyps"]),
                            "test.greedy.txt": "".join(h + "\n" for h in greedy["hyps"]),
                            "metrics.jsonl": metrics, "results.json": json.dumps(res, indent=1) + "\n"})
@@ -142,29 +176,24 @@ def write_result_set(out: str | Path, # the output directory (created if missing
     try:
         stage.mkdir(exist_ok=True)
         for name, data in files.items(): atomic_write(stage / name, data)  # complete and synced before any rename
-        blocked = {signal.SIGINT, signal.SIGTERM}
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # the renames are not interrupted halfway
-        try:
+        with signals_deferred():  # the renames are not interrupted halfway
             for name in files: os.replace(stage / name, out / name)
-        finally: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     finally: shutil.rmtree(stage, ignore_errors=True)
 
 # %% ../nbs/14_translation.ipynb #d7fe998c
-def run_splits(checkpoint: str | Path, # the newest checkpoint of the run
+def run_splits(ck: Checkpoint, # the newest checkpoint of the run
                test: str, valid: str | None = None, # split names (valid: the run's validation split)
                recipe: str | None = None, data_dir: str | None = None, # each None: what the run recorded
                src_lang: str | None = None, tgt_lang: str | None = None,
               ) -> tuple[Corpus, Corpus, str | None]: # validation split, test split, the task at-train recorded
     "The splits at-evaluate chooses and reports on, from what a run's checkpoint records; each argument overrides it."
-    ck = read_checkpoint(checkpoint)
-    if checkpoint_kind(ck) != "translation":
-        raise CheckpointError(f"{checkpoint}: not a translation run (no text tokenizer); at-evaluate scores translation runs")
-    spec, (src, tgt) = ck.get("extra", {}).get("data", {}), run_languages(ck)
+    ck.served_by("at-translate")  # at-evaluate scores what at-translate serves
+    spec, (src, tgt) = ck.data_spec, run_languages(ck)
     recipe = recipe or spec.get("recipe")
     if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
     kw = dict(data_dir=data_dir or spec.get("data_dir") or None, src_lang=src_lang or src, tgt_lang=tgt_lang or tgt)
     splits = load_recipe(recipe, valid or spec.get("valid_split") or "val", **kw), load_recipe(recipe, test, **kw)
-    return (*splits, ck.get("extra", {}).get("task"))  # None: a run built by hand (results.json says so)
+    return (*splits, ck.task)  # None: a run built by hand (results.json says so)
 
 def evaluation_summary(res: dict, # what `evaluate_run` returned
                        valid: Corpus, test: Corpus, out: str | Path, # its splits and output directory

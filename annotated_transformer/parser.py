@@ -12,7 +12,7 @@ from .model import Transformer, count_parameters
 from .data import SubwordTokenizer, read_lines
 from .decode import greedy_decode, beam_search, DecodingConstraint
 from .attention import padding_mask
-from .checkpoint import CheckpointError, load_checkpoint, load_model
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from .data import atomic_write
 from .runs import training_summary, hardware, active_seconds
 from .trees import Tree, linearize, delinearize, recipe_trees, read_trees
@@ -24,8 +24,9 @@ from .tasks import DataSpec, TaskData
 from .chart import ChartVocab, ChartParser, chart_parse
 
 # %% auto #0
-__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'load_parsers',
-           'max_words', 'parse_gold', 'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
+__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'parser_of',
+           'load_parsers', 'max_words', 'parse_gold', 'read_sentences', 'read_gold', 'evaluate_parsing_run',
+           'evaluate_decoding']
 
 # %% ../nbs/19_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -166,28 +167,30 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
 
 def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer | ChartParser, ParsingVocab | ChartVocab]:
     "The model (eval mode) and vocabulary of either parser's checkpoint (a file or a run directory)."
-    ck = load_checkpoint(path)
-    if isinstance(ck.get("tokenizer"), dict) and ck["tokenizer"].get("kind") == "chart":  # the chart parser of 13c
-        vocab, cfg = ChartVocab.from_state_dict(ck["tokenizer"]), ck["model_config"]
-        if [cfg.get(k) for k in ("n_words", "n_chars", "n_labels")] != [len(vocab.words), len(vocab.chars), len(vocab.labels)]:
-            raise CheckpointError(f"{path}: its vocabulary does not match the model's sizes")
-        return load_model(ck, device), vocab
-    try: vocab = ParsingVocab.from_state_dict(ck.get("tokenizer"))
-    except ValueError as e: raise CheckpointError(f"{path}: {e}") from None
-    cfg = ck["model_config"]
-    if (cfg.get("src_vocab_size"), cfg.get("tgt_vocab_size")) != (vocab.src_vocab_size, vocab.tgt_vocab_size):
-        raise CheckpointError(f"{path}: vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
-                              f"model's {cfg.get('src_vocab_size')}/{cfg.get('tgt_vocab_size')}")
-    return load_model(ck, device), vocab
+    return parser_of(load_checkpoint(path), device)
+
+def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[Transformer | ChartParser, ParsingVocab | ChartVocab]:
+    "The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other."
+    ck.served_by("at-parse")
+    try: vocab, cfg = ck.restore_tokenizer(), ck.config
+    except ValueError as e: raise CheckpointError(f"{ck.where}: {e}") from None
+    if ck.kind == "chart":  # the chart parser of 20_chart_parser
+        if [cfg.n_words, cfg.n_chars, cfg.n_labels] != [len(vocab.words), len(vocab.chars), len(vocab.labels)]:
+            raise CheckpointError(f"{ck.where}: its vocabulary does not match the model's sizes")
+    elif (cfg.src_vocab_size, cfg.tgt_vocab_size) != (vocab.src_vocab_size, vocab.tgt_vocab_size):
+        raise CheckpointError(f"{ck.where}: vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
+                              f"model's {cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
+    return ck.build(device), vocab
 
 def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[Transformer | ChartParser | list[ChartParser], ParsingVocab | ChartVocab]:
     """One checkpoint's parser (as `load_parser`), or from two or more an ensemble of chart parsers (a list, which `parse` and
     `chart_parse` take) with their one vocabulary: each must be a chart parser trained on the same trees with the same word features."""
     if not paths: raise ValueError("paths: expected one or more checkpoints")
-    loaded = [load_parser(p, device) for p in paths]
+    cks = [load_checkpoint(p) for p in paths]
+    loaded = [parser_of(ck, device) for ck in cks]
     if len(loaded) == 1: return loaded[0]
-    for p, (m, v) in zip(paths, loaded):
-        if not isinstance(m, ChartParser): raise CheckpointError(f"{p}: a sequence-to-sequence parser; an ensemble takes chart parsers (at-train ptb-chart)")
+    for p, ck, (m, v) in zip(paths, cks, loaded):
+        if ck.kind != "chart": raise CheckpointError(f"{p}: a sequence-to-sequence parser; an ensemble takes chart parsers (at-train ptb-chart)")
         if v.state_dict() != loaded[0][1].state_dict():
             raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be trained on the same trees with the same word features")
     return [m for m, _ in loaded], loaded[0][1]
@@ -244,7 +247,7 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
     "Parse a split greedily and with beam search (all sentences or the first n), score with `evalb`, write results and trees."
     run_dir, out = Path(run_dir), Path(out_dir)
     ck = load_checkpoint(run_dir)
-    model, vocab = load_parser(run_dir)
+    model, vocab = parser_of(ck)
     golds = recipe_trees(recipe, split, data_dir)
     golds = golds[:n_greedy] if n_greedy else golds
     sub = golds[:n_beam] if n_beam else golds
@@ -258,13 +261,13 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
         (trees_dir / f"{split}.{name}.trees").write_text("".join(str(t) + "\n" for t in r["trees"]), encoding="utf-8")
     atomic_write(out / "metrics.jsonl", (run_dir / "metrics.jsonl").read_bytes())
     strip = lambda r: {k: v for k, v in r.items() if k not in ("trees", "repairs")}
-    res = dict(task=task, recipe=recipe, split=split, n_sentences=len(golds), step=ck["step"],
+    res = dict(task=task, recipe=recipe, split=split, n_sentences=len(golds), step=ck.step,
                greedy=dict(beam_size=1, **strip(greedy)),
                beam=dict(beam_size=beam_size, alpha=alpha, n_sentences=len(sub), **strip(beam)),
                greedy_same_subset=greedy_sub["all"], max_len=f"input length + {max_len_b}",
                evalb="COLLINS.prm semantics (annotated_transformer.evalb.evalb); gold POS tags put on the XX preterminals",
-               parameters=count_parameters(model), model_config=ck["model_config"], train_config=ck["train_config"],
-               counts=ck.get("extra", {}).get("counts"), command=command, training=dict(training_summary(run_dir),
+               parameters=count_parameters(model), model_config=ck.model_config, train_config=ck.train_config,
+               counts=ck.counts, command=command, training=dict(training_summary(run_dir),
                    train_active_s=active_seconds(run_dir)),
                hardware=hardware())
     atomic_write(out / "results.json", json.dumps(res, indent=1) + "\n")

@@ -14,7 +14,7 @@ from .bench import (BENCH_PRESETS, bench_config, random_batch, at_threads, bench
 from .fast_path import VARIANTS, compile_plan, bench_compile, bench_loss, bench_adam, bench_mfu
 from .op_profile import bench_profile
 from .scaling import bench_memory, bench_seqlen, bench_batching
-from .checkpoint import find_checkpoint, checkpoint_kind, CheckpointError
+from .checkpoint import load_checkpoint, CheckpointError
 from .evaluation import run_splits
 from .ct2 import compare_ct2
 from .runs import short_cpu
@@ -64,10 +64,10 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run 
               data_dir: str | Path | None = None, # default: the one the run recorded
               threads: int = 1, reps: int = 3) -> dict:
     "`compare_ct2` on the test split the run's task reports on, with the checkpoint's hash and training step."
-    path, ck = find_checkpoint(checkpoint)
-    _, test, task = run_splits(path, "test", data_dir=data_dir)
-    res = compare_ct2(path, test.src, test.tgt, threads=threads, reps=reps)
-    return dict(res, checkpoint=str(path), checkpoint_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), step=ck.get("step"),
+    ck = load_checkpoint(checkpoint)
+    _, test, task = run_splits(ck, "test", data_dir=data_dir)
+    res = compare_ct2(ck, test.src, test.tgt, threads=threads, reps=reps)
+    return dict(res, checkpoint=str(ck.path), checkpoint_sha256=hashlib.sha256(ck.path.read_bytes()).hexdigest(), step=ck.step,
                 task=task, split=test.split)
 
 # %% ../nbs/33_bench_suite.ipynb #ee685d90
@@ -150,10 +150,8 @@ def bench_plan(presets: str, # comma-separated names of `BENCH_PRESETS`: model s
     if (compile if compile is not None else dev.type == "cuda" and benchmarks is None) and "compile" not in chosen: chosen += ("compile",)
     if checkpoint is not None:  # read now, not after minutes of other benchmarks: a damaged or foreign file fails here
         if not Path(checkpoint).exists(): raise ValueError(f"checkpoint={checkpoint}: no such file or directory")
-        try: found, ck = find_checkpoint(checkpoint)
+        try: load_checkpoint(checkpoint).served_by("at-translate")  # ct2 decodes what at-translate serves
         except CheckpointError as e: raise ValueError(f"checkpoint={checkpoint}: {e}") from None
-        if checkpoint_kind(ck) != "translation":
-            raise ValueError(f"checkpoint={checkpoint}: {found.name} holds a {checkpoint_kind(ck)} model; ct2 decodes a translation model")
     if checkpoint is not None and benchmarks is None: chosen += ("ct2",)
     if "ct2" in chosen and checkpoint is None:
         raise ValueError(f"benchmarks={benchmarks!r}: ct2 decodes a trained translation model; give its checkpoint (--checkpoint)")

@@ -12,7 +12,7 @@ def test_every_advertised_name_resolves():
 def test_the_names_a_notebook_user_reaches_for():
     from annotated_transformer import (TransformerConfig, make_model, Trainer, TrainConfig, greedy_decode, beam_search,
                                        MultiHeadAttention, LabelSmoothingLoss, SubwordTokenizer, load_recipe, task_preset,
-                                       load_model, average_checkpoints, causal_mask, train_copy)
+                                       load_checkpoint, Checkpoint, average_checkpoints, causal_mask, train_copy)
     model = make_model(TransformerConfig.tiny())
     assert model.cfg.d_model == 64 and callable(greedy_decode) and callable(beam_search)
 

@@ -199,7 +199,7 @@ def tear_metrics(run: Path):
 
 def resumed_to_3(c):
     from annotated_transformer.checkpoint import load_checkpoint
-    assert load_checkpoint(c.tmp / "run")["step"] == 3, "the resumed run did not reach step 3"
+    assert load_checkpoint(c.tmp / "run").step == 3, "the resumed run did not reach step 3"
     for line in (c.tmp / "run" / "metrics.jsonl").read_text().splitlines(): json.loads(line)  # no torn line is kept
 
 # ---- at-translate
@@ -580,9 +580,9 @@ def flip_bytes(ck: Path, n: int = 64):
 
 def nan_weights(ck: Path):
     "Rewrite a checkpoint, with a valid checksum, whose weights are NaN (a run that diverged)."
-    from annotated_transformer.checkpoint import read_checkpoint, write_checkpoint
-    d = read_checkpoint(ck)
-    d["model"] = {k: v.clone().fill_(float("nan")) if v.is_floating_point() else v for k, v in d["model"].items()}
+    from annotated_transformer.checkpoint import load_checkpoint, write_checkpoint
+    d = load_checkpoint(ck)
+    d.weights = {k: v.clone().fill_(float("nan")) if v.is_floating_point() else v for k, v in d.weights.items()}
     write_checkpoint(d, ck)
 
 def metrics_line(line: str):
@@ -750,7 +750,7 @@ def test_interrupted_train_saves_and_exits_nonzero(tmp_path, empty_cache, sig, c
     if "Traceback" in err: problems.append(f"traceback: {err.strip().splitlines()[-1][:200]}")
     if proc.returncode != code: problems.append(f"exit {proc.returncode}, expected {code} (128 + {sig.name})")
     if "stopped" not in (out + err).lower(): problems.append("no message saying training stopped")
-    step = load_checkpoint(run)["step"]
+    step = load_checkpoint(run).step
     logged = max(json.loads(l)["step"] for l in (run / "metrics.jsonl").read_text().splitlines() if l.strip())
     if step != logged: problems.append(f"the last checkpoint is step {step} but training reached step {logged}")
     if list(run.glob("*.tmp")): problems.append(f"temporary files left: {list(run.glob('*.tmp'))}")

@@ -25,12 +25,12 @@ def test_train_keeps_the_best_dev_f1_and_resumes(trained, shared_data, cli):
     f1 = [r["val_f1"] for r in read_metrics(trained) if "val_f1" in r]
     assert len(f1) == 2 and all(0 <= v <= 100 for v in f1)
     best = load_checkpoint(trained / "best.pt")
-    assert best["extra"]["best"]["value"] == max(f1) and best["model_config"]["model"] == "chart"
+    assert best.best["value"] == max(f1) and best.kind == "chart"
     assert best["tokenizer"]["kind"] == "chart"
     r = cli(train_main, "ptb-chart-sample", "--data-dir", shared_data, "--max-steps", "25", "--eval-every", "10", "--precision", "fp32",
             "--run-dir", trained, "--no-progress", "--resume")
     assert r.returncode == 0, r.stderr
-    assert "resumed from" in r.stdout and "dev F1" in r.stdout and load_checkpoint(trained)["step"] == 25
+    assert "resumed from" in r.stdout and "dev F1" in r.stdout and load_checkpoint(trained).step == 25
 
 
 def test_parse_prints_trees_over_the_input_words(trained, cli, tmp_path):
@@ -110,8 +110,8 @@ def test_subword_words_train_and_parse(tmp_path, shared_data, cli):
             "--word-features", "subwords", "--run-dir", run, "--no-progress")
     assert r.returncode == 0, r.stderr
     ck = load_checkpoint(run)
-    assert ck["model_config"]["word_features"] == "subwords" and ck["tokenizer"]["pieces"] is not None
-    assert not any(k.startswith("word_embed") for k in ck["model"])
+    assert ck.model_config["word_features"] == "subwords" and ck.tokenizer["pieces"] is not None
+    assert not any(k.startswith("word_embed") for k in ck.weights)
     p = cli(parse_main, "--checkpoint", run, stdin="Unbelievably , it worked .\n")
     assert p.returncode == 0 and parse_tree(p.stdout.strip()).words() == "Unbelievably , it worked .".split()
     bad = cli(train_main, "ptb-chart-sample", "--word-features", "letters", "--run-dir", tmp_path / "x")

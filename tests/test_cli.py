@@ -2,7 +2,7 @@
 import json, os, shutil, subprocess, sys, pytest, torch
 from annotated_transformer.cli import train_argparser, parse_args, find_task, train_main
 from annotated_transformer.tasks import TASKS
-from annotated_transformer.checkpoint import load_model
+from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.copy_task import copy_accuracy
 from conftest import assert_closing_lines
 
@@ -22,7 +22,7 @@ def test_short_run_writes_a_self_describing_checkpoint(tmp_path):
     assert r.stdout.count("precision ") >= 1 and "(auto: " in r.stdout  # the choice and its reason, said once
     assert "train:" in r.stderr and "40/40" in r.stderr  # the progress bar, as for every task
     res = json.loads((tmp_path / "run" / "results.json").read_text())
-    model = load_model(tmp_path / "run" / "ckpt_0000040.pt")  # no flags: the config is inside
+    model = load_checkpoint(tmp_path / "run" / "ckpt_0000040.pt").build()  # no flags: the config is inside
     assert model.cfg.__dict__ == res["config"]
     acc, _, _ = copy_accuracy(model, n=100)
     assert 0.0 <= acc <= 1.0 and res["steps"] == 40 and res["precision"] in ("fp32", "bf16")

@@ -102,7 +102,7 @@ def test_the_trainer_trains_a_short_run_eager_and_records_off(tmp_path, monkeypa
     assert tr.cfg.compile == "off" and cfg.compile == "auto"  # the caller's config is not changed
     assert not isinstance(tr.forward, torch._dynamo.eval_frame.OptimizedModule)
     tr.fit()
-    assert load_checkpoint(tmp_path / "run")["train_config"]["compile"] == "off"
+    assert load_checkpoint(tmp_path / "run").train_config["compile"] == "off"
 
 
 def test_the_trainer_compiles_where_the_trial_says_it_pays(tmp_path, monkeypatch, capsys, cache):

@@ -20,7 +20,7 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
     assert r.returncode == 0, r.stderr
     assert_closing_lines(r.stdout)  # at-train's closing lines, the same for every task
     ck = load_checkpoint(tmp_path / "run")
-    assert (ck["extra"]["data"]["src_lang"], ck["extra"]["data"]["tgt_lang"]) == (src, tgt)
+    assert (ck.data_spec["src_lang"], ck.data_spec["tgt_lang"]) == (src, tgt)
     r = cli(evaluate_main, str(tmp_path / "run"), "--test", "test", "--out",
             str(tmp_path / "res"), "--average", "2", "3", "--batch-size", "8", "--save-chosen", str(tmp_path / "chosen.pt"))
     assert r.returncode == 0, r.stderr
@@ -40,7 +40,7 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
     hyps = (tmp_path / "res" / "test.beam.txt").read_text(encoding="utf-8").splitlines()
     assert len(hyps) == len(refs)
     assert res["test_beam"]["bleu_paper"] == pytest.approx(paper_bleu(hyps, refs, tgt)["bleu_paper"])
-    assert load_checkpoint(tmp_path / "chosen.pt")["model_config"] == ck["model_config"]
+    assert load_checkpoint(tmp_path / "chosen.pt").model_config == ck.model_config
 
 def test_evaluate_errors(tmp_path, cli):
     r = cli(evaluate_main, str(tmp_path / "nothing"), "--test", "test", "--out", str(tmp_path))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest, torch
 from conftest import write_tiny_multi30k
 from annotated_transformer.cli import train_main, translate_main, evaluate_main
-from annotated_transformer.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, read_checkpoint,
+from annotated_transformer.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint,
                                               save_checkpoint, make_checkpoint, write_checkpoint)
 from annotated_transformer.config import TransformerConfig, TrainConfig, config_from_dict
 from annotated_transformer.rnn import RNNConfig
@@ -53,7 +53,7 @@ def test_second_at_train_on_a_run_dir_is_refused_and_a_dead_holder_does_not_bloc
     assert (run / ".lock").exists()  # the dead holder's file is left; its lock is not
     r = cli(train_main, "copy", "--run-dir", str(run), *COPY)
     assert r.returncode == 0, r.stderr
-    assert not (run / ".lock").exists() and load_checkpoint(run)["step"] == 2
+    assert not (run / ".lock").exists() and load_checkpoint(run).step == 2
 
 def test_resume_of_a_finished_run_changes_nothing(copy_run, cli):
     before = files(copy_run)
@@ -81,30 +81,30 @@ def test_flipped_bytes_and_nan_weights_are_damage(copy_run, cli, capfd):
     newest = list_checkpoints(copy_run)[-1]
     flip(newest, key)
     assert torch.load(newest, weights_only=True)["step"] == 2  # loads without complaint in torch ...
-    with pytest.raises(CheckpointError, match="differ from the checksum"): read_checkpoint(newest)  # ... not here
-    assert load_checkpoint(copy_run)["step"] == 1  # the run falls back to its last intact checkpoint, with a warning
+    with pytest.raises(CheckpointError, match="differ from the checksum"): load_checkpoint(newest)  # ... not here
+    assert load_checkpoint(copy_run).step == 1  # the run falls back to its last intact checkpoint, with a warning
     assert "skipped" in capfd.readouterr().err
-    ck = read_checkpoint(list_checkpoints(copy_run)[0])
-    ck["model"] = {k: v.clone() for k, v in ck["model"].items()}; ck["model"][key][0] = float("nan")
+    ck = load_checkpoint(list_checkpoints(copy_run)[0])
+    ck.weights = {k: v.clone() for k, v in ck.weights.items()}; ck.weights[key][0] = float("nan")
     write_checkpoint(ck, copy_run / "nan.pt")  # a valid checksum over NaN weights
-    with pytest.raises(CheckpointError, match="NaN or infinite"): read_checkpoint(copy_run / "nan.pt")
+    with pytest.raises(CheckpointError, match="NaN or infinite"): load_checkpoint(copy_run / "nan.pt")
     r = cli(translate_main, "--checkpoint", str(copy_run / "nan.pt"), "--input", "-", stdin="a b\n")
     assert r.returncode == 1 and "NaN or infinite" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 def test_resume_skips_a_checkpoint_with_nan_weights(copy_run, cli):
     p = list_checkpoints(copy_run)[-1]
-    ck = read_checkpoint(p)
-    ck["model"] = {k: v.clone().fill_(float("nan")) if v.is_floating_point() else v for k, v in ck["model"].items()}
+    ck = load_checkpoint(p)
+    ck.weights = {k: v.clone().fill_(float("nan")) if v.is_floating_point() else v for k, v in ck.weights.items()}
     write_checkpoint(ck, p)
     r = cli(train_main, "copy", "--run-dir", str(copy_run), *COPY, "--resume", "--max-steps", "3")
     assert r.returncode == 0, r.stderr
     assert "NaN or infinite" in r.stderr and "resumed from" in r.stdout and "ckpt_0000001.pt at step 1" in r.stdout
-    assert load_checkpoint(copy_run)["step"] == 3
+    assert load_checkpoint(copy_run).step == 3
 
 def test_every_writer_stores_a_checksum(copy_run, tmp_path):
     from annotated_transformer.checkpoint import save_model, average_checkpoints, state_checksum
-    ck = read_checkpoint(list_checkpoints(copy_run)[-1])
-    assert ck["checksum"] == state_checksum(ck)  # the trainer's
+    raw = torch.load(list_checkpoints(copy_run)[-1], weights_only=True)
+    assert raw["checksum"] == state_checksum(raw)  # the trainer's
     save_model(make_model(TransformerConfig.tiny()), tmp_path / "m.pt")
     average_checkpoints(list_checkpoints(copy_run), tmp_path / "avg.pt")
     for name in ("m.pt", "avg.pt"):
@@ -269,3 +269,42 @@ def test_greedy_decode_checks_the_same_arguments(tiny):
     with pytest.raises(ValueError, match="max_len_b=-3"): greedy_decode(tiny, SRC, max_len_b=-3)
     with pytest.raises(ValueError, match="outside"): greedy_decode(tiny, torch.tensor([[99]]))
     assert greedy_decode(tiny, SRC, max_len_b=2).shape[0] == 1  # good arguments still decode
+
+# ---------------------------------------------------------------- at-evaluate's result set: whole, and checked before decoding
+
+def test_a_signal_during_the_publishing_renames_waits_for_them(tmp_path, monkeypatch):
+    """SIGTERM taken by another thread (the kernel may pick any thread once at-evaluate has several) while the set is renamed into
+    place: Python runs the handler in the main thread at once, so blocking the signal in this thread did not hold it; every file is
+    replaced before it acts."""
+    import os, threading, time
+    import annotated_transformer.evaluation as E
+    E.write_result_set(tmp_path, {"a.txt": "old\n", "b.txt": "old\n"})
+    other = threading.Thread(target=time.sleep, args=(3,), daemon=True); other.start()
+    real, into_out = os.replace, []
+    def replace_then_signal(a, b):
+        real(a, b)
+        if Path(b).parent == tmp_path:
+            into_out.append(b)
+            if len(into_out) == 1: signal.pthread_kill(other.ident, signal.SIGTERM); time.sleep(0.3)
+    class Stop(Exception): pass
+    def stop(n, f): raise Stop()
+    old = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(E.os, "replace", replace_then_signal)
+    try:
+        with pytest.raises(Stop): E.write_result_set(tmp_path, {"a.txt": "new\n", "b.txt": "new\n"})
+    finally: signal.signal(signal.SIGTERM, old)
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text() == "new\n"
+
+def test_evaluate_checks_its_output_before_decoding_and_leaves_nothing(tmp_path, monkeypatch):
+    "A full disk at --out is found before any decoding, and the directory at-evaluate made for it is gone again."
+    import errno
+    import annotated_transformer.checkpoint as C, annotated_transformer.evaluation as E
+    run = tmp_path / "run"; run.mkdir(); (run / "metrics.jsonl").write_text("")
+    monkeypatch.setattr(E, "training_summary", lambda d: {})
+    decoded = []
+    monkeypatch.setattr(E, "checkpoint_candidates", lambda *a, **k: decoded.append(a) or {})
+    def full(path, data): raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(C, "atomic_write", full)
+    out = tmp_path / "res"
+    with pytest.raises(CheckpointError, match="No space left on device"): E.evaluate_run(run, None, None, out)
+    assert not decoded and not out.exists()

@@ -6,19 +6,23 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "annotated_transformer"
 FLOORS = {
     "config": 0, "attention": 0, "rnn": 0, "data": 0, "batching": 0, "optim": 0, "loss": 0, "complexity": 0,
     "layers": 1, "embeddings": 1, "trees": 1,     # the paper's core (dropout from attention), and treebank files
-    "model": 2, "evalb": 2,
+    "model": 2, "evalb": 2, "spans": 2,           # spans: a tree as labelled spans, and CKY (19a)
     "chart": 3,                                    # the chart parser: a model the checkpoint format rebuilds
+    "chart_choices": 4,                            # the chart parser's decoding and checkpoint choices (20a)
+    "kinds": 3.5,                                  # the registry of model kinds: what builds each from its config
     "decode": 4, "checkpoint": 4, "sentiment": 4,  # one checkpoint format
     "runs": 5, "inference": 5,                     # run records; loading and translating
     "precision": 6,                                # fp32 or bf16, by the machine's flags and a trial
     "ct2": 6,                                      # a translation checkpoint exported to CTranslate2
     "train": 7, "copy_task": 7,                    # the Trainer; the copy tutorial
-    "distributed": 8,
+    "distributed": 8, "memory_budget": 8,          # memory_budget: the largest batch that fits a GPU (27a)
     "tasks": 8,                                    # every task as values, with its data builder
     "evaluation": 9, "bench": 9, "parser": 9,     # bench measures the tasks' models; the parser builds its own data
-    "variations": 10, "suite": 10,                # suite runs every benchmark of bench
+    "variations": 10, "suite": 11, "fast_path": 10, "op_profile": 10, "scaling": 10,                # suite runs every benchmark of bench
     "launch": 10,                                  # what at-train does: data, model, Trainer, report
     "table3": 11,                                  # reads the grids of variations: beside the paper, seeds, verdicts
+    "shipped": 11,                                 # the shipped models by name: loads through checkpoint, uses inference and parser
+    "console": 11.5,                               # the commands' plumbing: signals from the first moment, one-line errors, help, --device
     "cli": 12,                                     # every console script
 }
 
@@ -89,3 +93,23 @@ def test_readme_chain_is_a_chain_of_imports():
     assert len(chain) > 3 and chain[0] == "cli"
     missing = [f"{a} does not import {b}" for a, b in zip(chain, chain[1:]) if b not in imports(PKG / f"{a}.py")]
     assert not missing, missing
+
+
+# The keys of the dict a checkpoint is stored as (checkpoint.py's `_stored`); other modules read a `Checkpoint`'s attributes.
+STORED_KEYS = {"model_config", "tokenizer", "optimizer", "scheduler", "scaler", "rng", "extra", "checksum", "averaged", "world_size", "format"}
+
+def test_checkpoint_keys_are_read_only_in_checkpoint():
+    "Only checkpoint.py reads a stored checkpoint's keys (or calls torch.load on one); everyone else uses the record's attributes."
+    bad = []
+    for p in modules():
+        if p.stem == "checkpoint": continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            key = None
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant): key = n.slice.value
+            elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "pop", "setdefault")
+                  and n.args and isinstance(n.args[0], ast.Constant)): key = n.args[0].value
+            if key in STORED_KEYS: bad.append(f"{p.stem}.py line {n.lineno} reads {key!r}")
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "torch" and p.stem != "distributed"):
+                bad.append(f"{p.stem}.py line {n.lineno} calls torch.load")  # distributed.py loads its own rank files, not checkpoints
+    assert not bad, bad

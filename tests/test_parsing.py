@@ -273,7 +273,7 @@ def test_train_main_ptb_sample(shared_data, tmp_path, capfd):  # the at-train pa
     model, vocab = load_parser(run)
     assert vocab.src_vocab_size == 2000 and not model.cfg.tie_embeddings and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
     ck = load_checkpoint(run)
-    assert ck["step"] == 2 and ck["extra"]["counts"]["train_trees"] == 3669 and ck["extra"]["data"]["recipe"] == "ptb-sample"
+    assert ck.step == 2 and ck.counts["train_trees"] == 3669 and ck.data_spec["recipe"] == "ptb-sample" and ck.kind == "seq2seq-parser"
     assert train_main(["ptb-sample", "--run_dir", str(run / "x"), "--data_dir", str(tmp_path), "--no-progress"]) == 1  # no data: clear error
 
 @pytest.mark.slow  # two fresh processes building the sample's vocabulary: about half a minute on 2 cores
@@ -290,7 +290,7 @@ def test_ptb_sample_under_torchrun_with_two_gloo_ranks(shared_data, tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     ck = load_checkpoint(run)
-    assert (ck["step"], ck["world_size"]) == (2, 2) and ck["extra"]["counts"]["train_trees"] == 3669
+    assert (ck.step, ck.world_size) == (2, 2) and ck.counts["train_trees"] == 3669
     model, vocab = load_parser(run)
     assert vocab.src_vocab_size == 2000 and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
 
@@ -355,7 +355,8 @@ def _bad_inputs(tmp_path, run):
     raw = (run / (run / "latest").read_text().strip()).read_bytes()
     (ck / "truncated.pt").write_bytes(raw[: len(raw) // 3])
     from annotated_transformer.checkpoint import write_checkpoint
-    write_checkpoint(dict(real, tokenizer=dict(kind="bpe")), ck / "translation.pt")  # a well-formed checkpoint of another kind
+    import dataclasses
+    write_checkpoint(dataclasses.replace(real, kind="transformer", tokenizer=dict(kind="bpe")), ck / "translation.pt")  # a well-formed checkpoint of another kind
     torch.save([1, 2, 3], ck / "list.pt")
     (ck / "text.pt").write_text("not a checkpoint\n")
     (ck / "empty_run").mkdir()
@@ -370,7 +371,7 @@ def _bad_inputs(tmp_path, run):
         (["--checkpoint", str(ck / "truncated.pt"), "--input", good], "not a readable checkpoint"),
         (["--checkpoint", str(ck / "text.pt"), "--input", good], "not a readable checkpoint"),
         (["--checkpoint", str(ck / "list.pt"), "--input", good], "not a checkpoint of this package"),
-        (["--checkpoint", str(ck / "translation.pt"), "--input", good], "no parsing vocabulary"),
+        (["--checkpoint", str(ck / "translation.pt"), "--input", good], "holds a transformer model (text), which at-parse does not serve; use at-translate"),
         (["--checkpoint", c, "--input", str(tmp_path / "missing.txt")], "missing.txt"),
         (["--checkpoint", c, "--input", str(tmp_path)], "is a directory"),
         (["--checkpoint", c, "--input", f("latin1.txt", b"the dog .\ncaf\xe9 .\n")], "line 2: invalid UTF-8"),

@@ -107,7 +107,7 @@ def test_trainer_prints_the_choice_and_checkpoints_record_it(tmp_path, monkeypat
     assert out.count(f"precision {want} (auto: ") == 1
     assert tr.cfg.precision == want and cfg.precision == "auto"  # the caller's config is not changed
     tr.fit()
-    assert load_checkpoint(tmp_path / "run")["train_config"]["precision"] == want
+    assert load_checkpoint(tmp_path / "run").train_config["precision"] == want
     info = json.loads((tmp_path / "run" / "run.json").read_text())  # run.json says what ran, not "auto"
     assert info["precision"] == want and info["compile"] in ("on", "off")
     if flags != "avx2":  # a second run of the same model here reads the answer instead of measuring again

@@ -9,10 +9,10 @@ from annotated_transformer.data import copy_task_pairs
 from annotated_transformer.batching import collate
 from annotated_transformer.train import Trainer
 from annotated_transformer.config import TrainConfig
-from annotated_transformer.checkpoint import load_model
+from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.batching import make_loader
 from annotated_transformer.inference import load_translator
-from annotated_transformer.checkpoint import model_from_config, config_for
+from annotated_transformer.kinds import kind_of
 from annotated_transformer.cli import parse_args
 
 
@@ -144,11 +144,12 @@ def test_trainer_checkpoint_round_trip(tmp_path):
     trainer.fit()
     ck = tmp_path / "run" / "ckpt_0000003.pt"
     assert ck.is_file()
-    rebuilt = load_model(ck)
+    rebuilt = load_checkpoint(ck).build()
+    assert load_checkpoint(ck).kind == "rnn"
     assert type(rebuilt).__name__ == "RNNSeq2Seq" and rebuilt.cfg == cfg
     src, mask, tgt = batch(V=11)
     torch.testing.assert_close(rebuilt(src, tgt, mask), trainer.model.eval()(src, tgt, mask))
-    assert isinstance(config_for({"d_model": 64, "n_heads": 4}), object) and type(model_from_config(cfg)).__name__ == "RNNSeq2Seq"
+    assert kind_of(cfg).name == "rnn" and type(kind_of(cfg).build(cfg)).__name__ == "RNNSeq2Seq"
 
 
 def test_translate_load_checkpoint(tmp_path):

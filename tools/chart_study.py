@@ -28,7 +28,7 @@ import torch
 from annotated_transformer.parser import evaluate_decoding, load_parser, load_parsers, parse, parse_gold, read_sentences, max_words
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
-from annotated_transformer.checkpoint import CheckpointError, find_checkpoint
+from annotated_transformer.checkpoint import CheckpointError, load_checkpoint
 from annotated_transformer.data import atomic_write
 from annotated_transformer.runs import hardware
 
@@ -82,21 +82,22 @@ def _best(run: str) -> Path:
     "RUN itself when it is a checkpoint file (e.g. the average `average` chose); else the run's best dev F1 (`best.pt`), else its newest."
     if Path(run).is_file(): return Path(run)
     p = Path(run) / "best.pt"
-    return p if p.is_file() else find_checkpoint(run)[0]
+    return p if p.is_file() else load_checkpoint(run).path
 
 def dev(run: str):
     ck = _best(run)
     res = evaluate_decoding(ck, ptb_trees("dev", DATA), OUT / "dev22.json", [dict(name="cky", beam_size=1)], trees_dir=TREES,
                             source=f"{run}: at-train ptb-chart on this CPU (see run.json and metrics.jsonl there)")
     res["checkpoint_sha256"] = _sha(ck)
-    res["step"] = find_checkpoint(ck)[1]["step"]
+    res["step"] = load_checkpoint(ck).step
     atomic_write(OUT / "dev22.json", json.dumps(res, indent=1) + "\n")
     for f in ("metrics.jsonl", "run.json"): atomic_write(OUT / f, (ck.parent / f).read_text())  # no treebank words in them
     print(json.dumps(res["runs"][-1]["scores"]["all"]))
 
 def example(run: str, index: int = 19):
     "The chart of one section-22 sentence (by default the 20th, 15 words): each span's best constituent score and label, and the tree CKY takes."
-    from annotated_transformer.chart import chart_batch, cky
+    from annotated_transformer.chart import chart_batch
+    from annotated_transformer.spans import cky
     ck = _best(run)
     model, vocab = load_parser(ck)
     gold = ptb_trees("dev", DATA)[int(index)]
@@ -123,7 +124,7 @@ def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
         if n > len(list_checkpoints(run)): print(f"{run} keeps fewer than {n} checkpoints"); continue
         if n: average_last(run, n, Path(run) / f"averaged_last{n}.pt")
         ck = Path(run) / (f"averaged_last{n}.pt" if n else "best.pt")
-        steps = [find_checkpoint(p)[1]["step"] for p in list_checkpoints(run)[-n:]] if n else [find_checkpoint(ck)[1]["step"]]
+        steps = [load_checkpoint(p).step for p in list_checkpoints(run)[-n:]] if n else [load_checkpoint(ck).step]
         model, vocab = load_parser(ck)
         r = parse_gold(model, vocab, golds, beam_size=1, batch_size=64)
         rows.append(dict(checkpoint=str(ck), averaged=n, steps=steps, seconds=round(r["seconds"], 1),
@@ -144,7 +145,7 @@ def fit(run: str, n: int = 1700, seed: int = 0):
     model, vocab = load_parser(ck)
     objective = ChartObjective(vocab, model.cfg.loss)
     train = random.Random(seed).sample(ptb_trees("train", DATA), n)
-    entry = dict(checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=find_checkpoint(ck)[1]["step"], dropout=model.cfg.dropout)
+    entry = dict(checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=load_checkpoint(ck).step, dropout=model.cfg.dropout)
     for name, golds in (("train", train), ("dev", ptb_trees("dev", DATA))):
         with torch.no_grad():
             loss = sum(float(objective.loss(model, b)) for b in chart_loader(vocab, golds, 1500, shuffle=False))
@@ -210,7 +211,7 @@ def test23(run: str, out_name: str = "test23.json"):
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
     pred = _pred_name(out_name)
     atomic_write(OUT / pred, "".join(str(t) + "\n" for t in trees))
-    step = find_checkpoint(ck)[1]["step"]
+    step = load_checkpoint(ck).step
     meta = dict(command=f"python tools/chart_study.py test23 {run}{_out_arg(out_name, 'test23.json')}  (at-parse --checkpoint {ck} "
                         f"--input {DATA}/ptb/test_23.words --output {OUT}/{pred} gives the same trees)",
                 checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=step, sentences=len(trees), seconds=round(dt, 1),
@@ -233,7 +234,7 @@ def test23_ensemble(*runs: str, out_name: str = "test23-ensemble.json"):
     atomic_write(OUT / _pred_name(out_name), "".join(str(t) + "\n" for t in trees))
     cks = [_best(r) for r in runs]
     meta = dict(command="python tools/chart_study.py test23-ensemble " + " ".join(runs) + _out_arg(out_name, "test23-ensemble.json"), checkpoints=[str(c) for c in cks],
-                checkpoint_sha256=[_sha(c) for c in cks], steps=[find_checkpoint(c)[1]["step"] for c in cks], sentences=len(trees),
+                checkpoint_sha256=[_sha(c) for c in cks], steps=[load_checkpoint(c).step for c in cks], sentences=len(trees),
                 seconds=round(dt, 1), preterminals="XX", hardware=hardware(),
                 note="blind: section 23 gold trees are not available to the project; the ensemble was chosen by dev F1 (section 22, ensemble.json)")
     atomic_write(OUT / out_name, json.dumps(meta, indent=1) + "\n")
