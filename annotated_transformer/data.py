@@ -95,6 +95,7 @@ class Recipe:
     splits: dict  # split name -> file stem, e.g. {"train": "train"}
     hint: str  # how to obtain the files (shown when one is missing)
 
+# %% ../nbs/06_data.ipynb #d8fac5e9
 RECIPES: dict[str, Recipe | Callable] = {
     "multi30k": Recipe("multi30k", ("de", "en"), dict(train="train", val="val", test="test_2016_flickr"),
                        "Multi30k: call `download_multi30k()` (or `load_recipe('multi30k', download=True)`), or copy "

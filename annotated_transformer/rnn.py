@@ -65,6 +65,7 @@ def lstm_cell(x: Tensor, # input (B, E)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()  # forget part of the old cell, write the new candidate
     return o.sigmoid() * c.tanh(), c
 
+# %% ../nbs/21_background.ipynb #d319ffa3
 def gru_cell(x: Tensor, # input (B, E)
              h: Tensor, # (B, D)
              cell: nn.GRUCell) -> Tensor: # new h (B, D)
@@ -89,6 +90,7 @@ class AdditiveAttention(nn.Module):
               keys: Tensor) -> Tensor: # (B, S, D) -> scores (B, T, S)
         return self.v(torch.tanh(self.w_q(query)[:, :, None] + keys[:, None])).squeeze(-1)  # (B, T, S, D) -> (B, T, S)
 
+# %% ../nbs/21_background.ipynb #e1a39c8f
 class DotAttention(nn.Module):
     "Luong et al.'s dot score s^T h (the Transformer's, without the 1/sqrt(d_k) scaling)."
     def keys(self, memory: Tensor) -> Tensor: return memory  # (B, S, D)
@@ -257,6 +259,7 @@ def alignments(model: RNNSeq2Seq, src: list[int], # source ids, EOS last
     s, t = torch.tensor([src], device=dev), torch.tensor([tgt], device=dev)  # (1, S), (1, T)
     return model.decode(t, model.encode(s), need_weights=True)[1][0].float().cpu()  # (T, S)
 
+# %% ../nbs/21_background.ipynb #a91c8a0c
 def plot_alignment(weights: Tensor, src_labels: list[str], tgt_labels: list[str], # (T, S), and the tokens on each axis
                    ax=None, title: str = ""):
     "A heatmap of alignment weights: output tokens (y) attend to source tokens (x)."

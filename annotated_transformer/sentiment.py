@@ -31,6 +31,7 @@ SENTIMENT_URL = "https://archive.ics.uci.edu/static/public/331/sentiment+labelle
 SENTIMENT_SHA256 = "afc26626d710899948693e1a61405dce197f57ffa719fa1130d346b4cc095343"  # the UCI zip, 84188 bytes
 DOMAINS = {"amazon": "amazon_cells_labelled.txt", "imdb": "imdb_labelled.txt", "yelp": "yelp_labelled.txt"}
 
+# %% ../nbs/22_attention_classifier.ipynb #e2328c8a
 def read_sentiment_file(path: str | Path, # a `sentence<TAB>label` file, UTF-8, label 0 or 1
                        ) -> list[tuple[str, int]]: # (sentence, label) pairs, sentences stripped
     "Read one labelled-sentences file; an empty file, a line without a tab, a label other than 0/1 or bad UTF-8 is an error naming the file and line."
@@ -61,6 +62,7 @@ class LabelledSentence:
     label: int  # 0 or 1
     domain: str  # "amazon", "imdb" or "yelp"
 
+# %% ../nbs/22_attention_classifier.ipynb #cff289f2
 def download_sentiment(cache_dir: str | Path | None = None, # default: `default_cache_dir()`
                        url: str = SENTIMENT_URL, # the official UCI archive (any URL urllib opens, e.g. file://)
                        sha256: str = SENTIMENT_SHA256, # the archive's expected sha256
@@ -74,6 +76,7 @@ def download_sentiment(cache_dir: str | Path | None = None, # default: `default_
             if base in DOMAINS.values() and not name.startswith("__MACOSX/"): (out / base).write_bytes(z.read(name))
     return out
 
+# %% ../nbs/22_attention_classifier.ipynb #2ef58a9a
 def load_sentiment(data_dir: str | Path | None = None, # holds `sentiment/`; default: `default_data_dir()`
                    download: bool = False, # download into the cache when the files are not in `data_dir`
                    cache_dir: str | Path | None = None, # where downloads go (default: `default_cache_dir()`)
@@ -109,6 +112,7 @@ def tokenize(text: str) -> list[str]:
     "Lowercased words (with an apostrophe suffix such as n't) and single punctuation marks."
     return re.findall(r"\w+(?:'\w+)?|[^\w\s]", text.lower())
 
+# %% ../nbs/22_attention_classifier.ipynb #2dc4387e
 class Vocab:
     "Word <-> id, built from training sentences only; unseen words map to `<unk>`."
     def __init__(self, texts: list[str], # training sentences
@@ -236,6 +240,7 @@ def predict(model: nn.Module, ids: list[list[int]], # token ids of each sentence
             if need_weights: weights[i] = out[1][j, :len(ids[i])].tolist()
     return (probs, weights) if need_weights else probs
 
+# %% ../nbs/22_attention_classifier.ipynb #82604247
 def length_batches(lengths: list[int], # length of each training sentence
                    batch_size: int, rng: random.Random, # batch size, and the generator that shuffles
                    pool: int = 8) -> list[list[int]]: # sort within pools of `pool` batches
@@ -248,11 +253,13 @@ def length_batches(lengths: list[int], # length of each training sentence
     rng.shuffle(batches)
     return batches
 
+# %% ../nbs/22_attention_classifier.ipynb #75d9693d
 def accuracy(model: nn.Module, examples: list[tuple[list[int], int]]) -> float:
     "Share of (ids, label) examples whose predicted class is the label."
     probs = predict(model, [x for x, _ in examples])
     return sum((p > 0.5) == bool(y) for p, (_, y) in zip(probs, examples)) / len(examples)
 
+# %% ../nbs/22_attention_classifier.ipynb #158cb510
 def train_classifier(model: nn.Module, train: list[tuple[list[int], int]], dev: list[tuple[list[int], int]], # (ids, label) pairs
                      epochs: int = 20, batch_size: int = 32, lr: float = 1e-3, clip_norm: float = 1.0,
                      seed: int = 0) -> dict: # best_epoch, dev_acc, dev_curve, train_seconds
@@ -282,9 +289,11 @@ def run_environment() -> dict:
     return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 torch=torch.__version__, python=platform.python_version())
 
+# %% ../nbs/22_attention_classifier.ipynb #28047ae9
 def _mean_std(xs: list[float]) -> dict:
     return dict(mean=statistics.mean(xs), std=statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
+# %% ../nbs/22_attention_classifier.ipynb #bcdb7596
 def _examples(model, vocab, test, seed, n) -> list[dict]:
     "n test sentences (half right, half wrong, short ones, seeded) with their attention weights."
     ids = [vocab.encode(x.text) for x in test]
@@ -345,6 +354,7 @@ def run_experiment(out_dir: str | Path = "results/sentiment", # results.json and
                                    *[round(r["test_acc_by_domain"][d], 4) for d in DOMAINS], r["train_seconds"]])
     return res
 
+# %% ../nbs/22_attention_classifier.ipynb #3702f491
 def summarize(runs: list[dict]) -> dict:
     "Mean and spread over seeds of each model's test accuracy (overall and per source), dev accuracy and training time."
     out = {}

@@ -30,6 +30,7 @@ __all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CS
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
                   positional="sinusoidal")  # Table 3, row "base" (train steps 100K)
 
+# %% ../nbs/15_variations.ipynb #abfcfe75
 @dataclass(frozen=True)
 class PaperRow:
     "One row of Table 3: the paper's changes to its base model and its published dev results."
@@ -41,6 +42,7 @@ class PaperRow:
     params_m: float | None  # parameters x 10^6, as published (None: blank in the paper)
     steps_factor: float = 1.0  # the paper's train steps relative to base (big: 300K / 100K)
 
+# %% ../nbs/15_variations.ipynb #2f222893
 PAPER_TABLE3 = [
     PaperRow("base", "base", {}, 4.92, 25.8, 65),
     PaperRow("A h=1", "A", dict(n_heads=1, d_k=512), 5.29, 24.9, None),
@@ -86,6 +88,7 @@ def scale_config(paper: dict, # full paper hyperparameters (`paper_config`)
             out[k] = paper[k] // f
     return out
 
+# %% ../nbs/15_variations.ipynb #d612d099
 def row_config(row: PaperRow | str, # a Table 3 row or its name
                vocab_size: int, # the shared tokenizer's vocabulary
                width: int = 4, depth: int = 2, # the scale rule (`scale_config`)
@@ -112,6 +115,7 @@ def mapping_table(width: int = 4, depth: int = 2, vocab_size: int = 8000, **comm
 def _changed(cfg: dict, base: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
 
+# %% ../nbs/15_variations.ipynb #094f187a
 def markdown_table(rows: list[dict], cols: list[str] | None = None) -> str:
     "A list of dicts as a markdown table (for notebook output)."
     cols = cols or list(rows[0])
@@ -185,6 +189,7 @@ class GridSettings:
 
     def warmup(self) -> int: return self.warmup_steps or max(1, self.steps // 4)
 
+# %% ../nbs/15_variations.ipynb #b5ec4fbe
 def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Path) -> dict:
     "Train one row (continuing from a checkpoint `run_dir` holds, if any) and score it on the dev set; returns the CSV record."
     cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
@@ -243,6 +248,7 @@ def read_table(path: str | Path, # table3.csv, or the grid's directory
     return [{k: (v if k in ("row", "group", "changed", "positional") else num(v)) for k, v in r.items()}
             for r in csv.DictReader(io.StringIO("".join(lines)))]
 
+# %% ../nbs/15_variations.ipynb #7c3dccfe
 RUN_KEYS = ("seed", "device")  # settings that may differ between the runs of one grid: its recipe is every other field. Where a
                                # run trained is not its recipe (fp32, eager: the same steps on a CPU or a GPU, as on two CPUs);
                                # each run's machine is kept beside its metrics (`run_record`)
@@ -257,7 +263,6 @@ def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
         if diff: raise ValueError(f"{p} was written with other settings (stored, now): {diff}; "
                                   "use another --out for another budget")
     elif write: atomic_write(p, json.dumps(dict(asdict(s), **more, hardware=hardware()), indent=1) + "\n")
-
 
 # %% ../nbs/15_variations.ipynb #f21100fe
 def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the paper's order)
@@ -316,6 +321,7 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
             return read_table(csv_path)
         finally: unlock_run(out)
 
+# %% ../nbs/15_variations.ipynb #e7805579
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
 
@@ -330,11 +336,11 @@ def run_record(grid: str | Path, row: str, seed: int | None) -> Path:
     "Where a grid keeps one run's `run.json` (its machine, device, command and commit): beside its metrics, ROW-seedN.run.json."
     return metrics_file(grid, row, seed).with_suffix(".run.json")
 
+# %% ../nbs/15_variations.ipynb #f41287d8
 def run_hardware(grid: str | Path, row: str, seed: int | None) -> dict | None:
     "One run's machine (the `hardware` of its `run_record`), or None for a run that kept no run.json (a grid's first GPU runs)."
     f = run_record(grid, row, seed)
     return json.loads(f.read_text())["hardware"] if f.is_file() else None
-
 
 # %% ../nbs/15_variations.ipynb #ac988387
 ROW_FILE = "row.json"  # what a worker process hands back: the run's CSV record
