@@ -117,6 +117,7 @@ def _greedy(order, src_lens, tgt_lens, max_tokens, max_sentences):
         cur.append(i); s_max, t_max = s, t
     return batches + [cur] if cur else batches
 
+# %% ../nbs/07_batching.ipynb #9564f5ec
 def _balance(batches, world_size):
     "Split the largest batches in two until the number of batches is a multiple of `world_size`."
     while len(batches) % world_size:

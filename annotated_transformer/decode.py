@@ -58,6 +58,7 @@ def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor
         if not math.isfinite(v) or v < 0: raise ValueError(f"{name}={v}: expected a finite number >= 0")
     if n_best > beam_size: raise ValueError(f"n_best={n_best}: expected at most beam_size={beam_size} hypotheses per sentence")
 
+# %% ../nbs/35_fast_decoding.ipynb #78439917
 def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
                  src_key_padding_mask: Tensor | None, # bool (B, S), True at padding
                  max_len_a: float, max_len_b: int) -> Tensor: # (B,) longest output per sentence
@@ -66,6 +67,7 @@ def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
     if src_key_padding_mask is not None: src_len = src_len - src_key_padding_mask.sum(1)
     return (src_len * max_len_a + max_len_b).long().clamp(max=model.cfg.max_len - 1)  # (B,)
 
+# %% ../nbs/35_fast_decoding.ipynb #26405147
 @torch.no_grad()
 def greedy_decode(model: Transformer, # a trained model (put in eval mode by the caller)
                   src: Tensor, # source ids (B, S)

@@ -38,6 +38,7 @@ def read_records(path: str | Path, # a JSON-lines log
         out.append(rec)
     return out
 
+# %% ../nbs/25_runs.ipynb #1c8e6a60
 def append_record(path: str | Path, record: dict):
     "Append one JSON line to a log (the trainer's `metrics.jsonl`)."
     with open(path, "a", encoding="utf-8") as f: f.write(json.dumps(record) + "\n")
@@ -46,6 +47,7 @@ def rewrite_records(path: str | Path, records: list[dict]):
     "Replace a log by `records`, atomically (resume trims the metrics back to its checkpoint's step)."
     atomic_write(path, "".join(json.dumps(r) + "\n" for r in records))
 
+# %% ../nbs/25_runs.ipynb #13a90b08
 def read_metrics(path: str | Path) -> list[dict]:
     "The records of a metrics file (or of `run_dir/metrics.jsonl`)."
     path = Path(path)
@@ -68,6 +70,7 @@ def short_cpu(model: str) -> str:
     for mark in ("(R)", "(TM)", "(tm)", " Processor", " CPU"): model = model.replace(mark, "")
     return " ".join(model.split())
 
+# %% ../nbs/25_runs.ipynb #63e7a92a
 def source_commit() -> str | None:
     "The git commit of the package's source tree, with '+' when tracked files differ from it; None outside a git checkout."
     root = Path(importlib.util.find_spec("annotated_transformer").origin).parent.parent
@@ -77,6 +80,7 @@ def source_commit() -> str | None:
     if head.returncode != 0: return None
     return head.stdout.strip() + ("+" if git("status", "--porcelain", "--untracked-files=no").stdout.strip() else "")
 
+# %% ../nbs/25_runs.ipynb #be2a2743
 RUN_FILE = "run.json"
 
 def write_run_info(run_dir: str | Path, # the run directory
@@ -97,6 +101,7 @@ def read_run_info(run_dir: str | Path) -> dict:
     path = Path(run_dir) / RUN_FILE
     return json.loads(path.read_text()) if path.is_file() else {}
 
+# %% ../nbs/25_runs.ipynb #0905ef2a
 def run_precision(run_dir: str | Path) -> str:
     """The precision a run trained in, for tables: as asked on its command line ('fp32'), else what `auto` chose ('bf16 (auto)'), read
     from `run.json` or, for runs from before it recorded that, from the trainer's own lines kept beside it in `train.log`; else 'auto'."""
@@ -150,6 +155,7 @@ def active_seconds(run_dir: str | Path, # a run directory or its metrics.jsonl
     ts = [r["time"] for r in recs]  # records from before the clock: a pause is an interval longer than `gap` (a resume)
     return round(sum(b - a for a, b in zip(ts, ts[1:]) if b - a < gap), 1)
 
+# %% ../nbs/25_runs.ipynb #fe3a4517
 def training_summary(run_dir: str | Path) -> dict:
     "Task, steps, wall time, throughput and losses of a run, from `run.json` and its metrics file."
     run_dir = Path(run_dir); recs = read_metrics(run_dir); info = read_run_info(run_dir)

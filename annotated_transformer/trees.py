@@ -33,6 +33,7 @@ class Tree:
     def __str__(self) -> str:
         return f"({self.label} " + " ".join(c if isinstance(c, str) else str(c) for c in self.children) + ")"
 
+# %% ../nbs/17_trees.ipynb #766b9acb
 class TreeError(ValueError):
     "A malformed bracketed tree; the message names the file and line."
 
@@ -93,6 +94,7 @@ def clean_tree(tree: Tree) -> Tree | None:
     if out.label in ("", "ROOT"): out.label = "TOP"
     return out if out.label == "TOP" else Tree("TOP", [out])
 
+# %% ../nbs/17_trees.ipynb #9a8e44de
 def _read_text(path: Path) -> str:
     with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f: data = f.read()
     try: return data.decode("utf-8")
@@ -111,6 +113,7 @@ def read_trees(path: str | Path, # one tree per line (.clean), or .mrg files (pl
     if not path.is_file(): raise FileNotFoundError(f"{path}: treebank file not found")
     return [t for t in (clean_tree(t) for t, _ in parse_trees(_read_text(path), str(path))) if t is not None]
 
+# %% ../nbs/17_trees.ipynb #04a8b2af
 def read_sample_zip(path: str | Path, # the NLTK `treebank.zip`
                     first: int = 1, last: int = 199, # file numbers wsj_FIRST..wsj_LAST of `combined/`
                    ) -> list[Tree]:
@@ -197,11 +200,13 @@ def ptb_trees(split: str = "train", # "train" (WSJ 02-21), "dev" (22); "test" (2
                             "shared/data/ptb/MANIFEST.md) or an LDC Treebank-3 copy whose wsj/ holds sections "
                             f"{', '.join(PTB_SECTIONS[split])}")
 
+# %% ../nbs/17_trees.ipynb #278aaaf9
 def sample_trees(split: str = "train", data_dir: str | Path | None = None) -> list[Tree]:
     "Trees of the NLTK sample (`ptb_sample/treebank.zip`): wsj_0001-0179 train, wsj_0180-0199 dev."
     if split not in SAMPLE_FILES: raise ValueError(f"ptb-sample has splits {sorted(SAMPLE_FILES)}, not {split!r}")
     return read_sample_zip(Path(data_dir or default_data_dir()) / "ptb_sample" / "treebank.zip", *SAMPLE_FILES[split])
 
+# %% ../nbs/17_trees.ipynb #c37afc80
 def recipe_trees(recipe: str, split: str, data_dir: str | Path | None = None) -> list[Tree]:
     "The trees of a parsing recipe ('ptb' or 'ptb-sample')."
     if recipe == "ptb": return ptb_trees(split, data_dir)
