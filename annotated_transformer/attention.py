@@ -54,6 +54,7 @@ def causal_mask(size: int, # target length T
     "Bool mask that blocks attention to later positions: entry (i, j) is True when j > i."
     return torch.ones(size, size, dtype=torch.bool, device=device).triu(1)
 
+# %% ../nbs/01_attention.ipynb #ac95d597
 def padding_mask(tokens: Tensor, # token ids (B, S)
                  pad_idx: int) -> Tensor: # bool (B, S), True at padding
     "Bool key-padding mask: True where `tokens` is the pad token."

@@ -113,6 +113,7 @@ def load_ct2(model_dir: str | Path, # written by `export_ctranslate2`
     if not (d / "model.bin").is_file(): raise FileNotFoundError(f"{d}: no model.bin; expected a directory written by export_ctranslate2")
     return ct2.Translator(str(d), device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1), SubwordTokenizer.load(d)
 
+# %% ../nbs/34_ctranslate2.ipynb #5ea30004
 def ct2_logprobs(translator, tok: SubwordTokenizer, src: list[list[int]], # source ids, EOS last
                  tgt: list[list[int]]) -> list[list[float]]: # target ids without BOS/EOS -> per token log-probs, EOS's last
     "CTranslate2's log P(y_t | y_<t, x) for each target token and the final EOS."

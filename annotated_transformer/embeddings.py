@@ -53,6 +53,7 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
     pe[:, 1::2] = torch.cos(pos * inv_freq)[:, : d_model // 2]
     return pe.float()
 
+# %% ../nbs/03_embeddings.ipynb #c4425f3d
 class PositionalEncoding(nn.Module):
     "Adds the sinusoidal table to embeddings, then dropout (§3.5, §5.4)."
     def __init__(self, d_model: int, # model width D

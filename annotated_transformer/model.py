@@ -32,6 +32,7 @@ class Encoder(nn.Module):
         x = self.norm(x)  # (B, S, D)
         return (x, weights) if need_weights else x
 
+# %% ../nbs/04_model.ipynb #baa5f281
 class Decoder(nn.Module):
     "N decoder layers (§3.1); a final LayerNorm only in pre-norm mode."
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
