@@ -95,6 +95,7 @@ def _mha_fastpath(enabled: bool):
     try: yield
     finally: torch.backends.mha.set_fastpath_enabled(old)
 
+# %% ../nbs/32_benchmarks.ipynb #ad3b9402
 @torch.no_grad()
 def copy_to_reference(ours: nn.Module, # a `Transformer` from `make_model(cfg)`
                       ref: TorchReference): # built from the same cfg
@@ -188,6 +189,7 @@ def time_interleaved(fns: dict, # name -> function of no arguments
             times[k].append(time.perf_counter() - t0)
     return times
 
+# %% ../nbs/32_benchmarks.ipynb #8d5ff15c
 def at_threads(n: int | None, f):
     "f() with torch's CPU thread count set to n (None: as it is), restored afterwards."
     old = torch.get_num_threads()
@@ -232,6 +234,7 @@ def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 
     t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
     return 2 * n ** 3 / median(t) / 1e12
 
+# %% ../nbs/32_benchmarks.ipynb #5b682bef
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 NVL": 835.0, "H100 PCIe": 756.0, "H100": 989.0,
                     "GH200": 989.0, "B200": 2250.0, "A100": 312.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
                     "L4": 121.0, "RTX 4090": 165.0, "RTX 3090": 71.0}  # dense bf16 tensor-core TFLOP/s

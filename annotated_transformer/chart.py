@@ -29,6 +29,7 @@ __all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'ChartConfig', 'ChartParser', 'partition'
 # %% ../nbs/20_chart_parser.ipynb #62194a0c
 PAD, UNK, BOS, EOS = 0, 1, 2, 3  # word and character ids shared by every vocabulary
 
+# %% ../nbs/20_chart_parser.ipynb #551cb07e
 @dataclass
 class ChartConfig:
     "The encoder-with-CKY parser: vocabulary sizes, the encoder of §3 (pre-norm), characters, and the span classifier."
@@ -99,6 +100,7 @@ def embed(self: ChartParser, words: Tensor, chars: Tensor) -> Tensor: # (B, S) w
     c = c.masked_fill(~torch.isfinite(c), 0).view(B, S, -1)  # padding positions have no characters
     return self.with_position(self.word_embed(words) + c)  # (B, S, D)
 
+# %% ../nbs/20_chart_parser.ipynb #9b2f1377
 @patch
 def with_position(self: ChartParser, x: Tensor) -> Tensor: # content (B, S, D or D/2) -> (B, S, D)
     "The positional table added to the content (§3.5), or beside it when partitioned; then dropout."
@@ -173,6 +175,7 @@ def margin_loss(scores: Tensor, gold: Tensor, gold_spans: list, lengths: Tensor)
     pred_score = tree_score(scores, pred)
     return F.relu(pred_score + (aug - pred_score.detach()) - tree_score(scores, gold_spans)).sum()
 
+# %% ../nbs/20_chart_parser.ipynb #ec0cb65f
 def span_loss(spans: Tensor, # (B, P, L-1) scores of the non-empty labels, spans in `torch.triu_indices` order (a `ChartParser` called with `chart=False`)
               gold: Tensor, # (B, N+1, N+1) gold label of span (i, j); 0 (empty) for non-constituents
               lengths: Tensor) -> Tensor: # (B,) words per sentence
@@ -235,6 +238,7 @@ class ChartBatch:
         move = lambda x: x.to(device, non_blocking=non_blocking) if isinstance(x, Tensor) else x
         return ChartBatch(*(move(getattr(self, f)) for f in ("words", "chars", "lengths", "gold", "gold_spans", "trees")))
 
+# %% ../nbs/20_chart_parser.ipynb #5f3270b9
 def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree] | None = None, max_chars: int = 20) -> ChartBatch:
     "A `ChartBatch` of tokenized sentences (and their gold trees: labels unseen in training are left out of the gold chart)."
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
@@ -273,6 +277,7 @@ def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, 
     lp = sum(s.float().log_softmax(-1) for s in scores) / len(scores)
     return lp - lp[..., :1]
 
+# %% ../nbs/20_chart_parser.ipynb #c3b2ee65
 @torch.no_grad()
 def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained with the same vocabulary
                 vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)

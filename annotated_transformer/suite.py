@@ -44,6 +44,7 @@ def cpu_record() -> dict:
     model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "unknown")
     return dict(model=model, **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
 
+# %% ../nbs/33_bench_suite.ipynb #747e0a1b
 def settings(device="cpu", threads: int | None = None) -> dict:
     "What a benchmark's numbers depend on: versions, threads, device, the CPU's bf16 flags."
     dev = torch.device(device)
@@ -217,6 +218,7 @@ def _kernel_rows(r: dict): # one preset's results
         yield "Adam step s, foreach vs readable loop", x["step_s"]["foreach"], x["step_s"]["readable"], "readable loop", x["foreach_ratio"]
         yield "Adam step s, fused vs readable loop", x["step_s"]["fused"], x["step_s"]["readable"], "readable loop", x["fused_ratio"]
 
+# %% ../nbs/33_bench_suite.ipynb #092bfe07
 def _decode_rows(r: dict): # one preset's results
     "Rows of beam search: the readable and the static cache against none, at each batch size."
     for x in ([r["decode"]] if "decode" in r else []) + list(r.get("decode_batch", {}).values()):
@@ -281,6 +283,7 @@ def batch_label(settings: dict, preset: str) -> str:
     x = settings["presets"][preset]
     return f"{x['batch_size']} x {x['src_len']}"
 
+# %% ../nbs/33_bench_suite.ipynb #5ceea98c
 def print_report(res: dict, file=None):
     "Print the settings header and the table of ratios."
     s = res["settings"]
