@@ -31,6 +31,7 @@ def start(func: str, # the command's function in `cli`, e.g. "train_main"
     from annotated_transformer import cli
     return getattr(cli, func)()
 
+# %% ../nbs/30a_console.ipynb #93066e35
 def at_train(): return start("train_main", "at-train")
 def at_translate(): return start("translate_main", "at-translate")
 def at_evaluate(): return start("evaluate_main", "at-evaluate")
@@ -105,6 +106,7 @@ def number(kind: type = int, # int or float
         return x
     return parse
 
+# %% ../nbs/30a_console.ipynb #30f4dafe
 def check_output(parser: argparse.ArgumentParser, option: str, path: str | None):
     "Refuse an output path that cannot be written before any work starts (a directory, or a missing or read-only parent)."
     if path in (None, "-"): return
@@ -122,6 +124,7 @@ def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
     if not up.is_dir(): parser.error(f"{option} {path}: {up} is a file, so the directory cannot be made there")
     if not os.access(up, os.W_OK): parser.error(f"{option} {path}: {up} is not writable")
 
+# %% ../nbs/30a_console.ipynb #27f71579
 def as_option(error: Exception) -> str:
     "A config's message `max_steps=0: ...` as the option a user typed: `--max-steps 0: ...`."
     return re.sub(r"^(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')} ", str(error))
@@ -152,6 +155,7 @@ BLANK_LINES = ("A blank input line (empty or only spaces) is skipped: it gets a 
                "belongs to input line i. Input with no sentence at all is not an error: its blank lines are written (nothing "
                "for an empty input), a note goes to stderr and the command exits 0.")
 
+# %% ../nbs/30a_console.ipynb #67a31e97
 def write_lines(path: str, # a file, or "-" for standard output
                 lines: list[str], # one output line each, without its newline
                ):
@@ -167,6 +171,7 @@ def write_lines(path: str, # a file, or "-" for standard output
             null = os.open(os.devnull, os.O_WRONLY); os.dup2(null, sys.stdout.fileno()); os.close(null)
         raise OSError(f"writing to stdout failed after {n} of {len(lines)} line{'s' * (len(lines) != 1)}: {e.strerror or e}") from None
 
+# %% ../nbs/30a_console.ipynb #28499204
 def blank_note(n_blank: int) -> str: return f"; {n_blank} blank line{'s' * (n_blank != 1)} skipped" if n_blank else ""
 
 def no_sentences(prog: str, source: str, n_lines: int, verb: str) -> int:

@@ -165,6 +165,7 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
         for i, row in zip(idx, ids): out[i] = delinearize(vocab.decode_tgt(row), sentences[i])
     return out
 
+# %% ../nbs/19_parser.ipynb #dabecaee
 def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer | ChartParser, ParsingVocab | ChartVocab]:
     "The model (eval mode) and vocabulary of either parser's checkpoint (a file or a run directory)."
     return parser_of(load_checkpoint(path), device)
@@ -195,11 +196,13 @@ def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[Transfor
             raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be trained on the same trees with the same word features")
     return [m for m, _ in loaded], loaded[0][1]
 
+# %% ../nbs/19_parser.ipynb #35457564
 def max_words(model) -> int:
     "The longest sentence a parser (or an ensemble, its shortest member) takes: the chart parser's positions minus BOS and EOS; the sequence-to-sequence parser's shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
     if isinstance(model, (list, tuple)): return min(max_words(m) for m in model)
     return model.cfg.max_len - 2 if isinstance(model, ChartParser) else (model.cfg.max_len - 1) - 3
 
+# %% ../nbs/19_parser.ipynb #19040c93
 def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:
     "Parse the words of gold trees and score them with `evalb` (gold POS tags put on the XX preterminals)."
     t0 = time.perf_counter()
@@ -225,6 +228,7 @@ def read_sentences(path: str, # a file, or "-" for standard input
         out.append(words)
     return out
 
+# %% ../nbs/19_parser.ipynb #203c9f3f
 def read_gold(path: str | Path, # bracketed trees, one per line, or a directory of .mrg files
               max_words: int, # longest sentence the model can take
              ) -> list[Tree]:
@@ -234,7 +238,6 @@ def read_gold(path: str | Path, # bracketed trees, one per line, or a directory 
     long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
     if long: raise ValueError(f"{path}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
     return golds
-
 
 # %% ../nbs/19_parser.ipynb #5e86b9ef
 def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory

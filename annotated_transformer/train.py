@@ -62,10 +62,12 @@ class BatchStream:
 class TrainingError(RuntimeError):
     "A run that cannot continue (non-finite loss, unwritable checkpoints, disagreeing ranks)."
 
+# %% ../nbs/27_train.ipynb #822760f9
 def seed_everything(seed: int):
     "Seed torch (CPU and CUDA), Python and NumPy."
     torch.manual_seed(seed); random.seed(seed); np.random.seed(seed % 2**32)
 
+# %% ../nbs/27_train.ipynb #b1ba6ba2
 def _world() -> tuple[int, int]:
     "(rank, world_size) of the default process group, (0, 1) without one."
     return (dist.get_rank(), dist.get_world_size()) if dist.is_available() and dist.is_initialized() else (0, 1)
