@@ -83,6 +83,7 @@ def bench_loss(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") -> 
     return dict(precision=precision, chunked_step_s=median(t["chunked"]), readable_step_s=median(t["readable"]),
                 ratio=median(t["readable"]) / median(t["chunked"]))
 
+# %% ../nbs/32a_fast_path.ipynb #bb041f23
 def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
     "Time of one Adam update of our model's parameters: the readable loop, foreach, fused (random gradients)."
     torch.manual_seed(0); model = make_model(cfg).to(device)

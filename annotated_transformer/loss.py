@@ -113,6 +113,7 @@ class _ChunkedGeneratorLoss(torch.autograd.Function):
         return (grad_h * grad_loss.to(grad_h.dtype), (grad_w * grad_loss).to(ctx.dtypes[0]),
                 None if grad_b is None else (grad_b * grad_loss).to(ctx.dtypes[1]), None, None, None, None, None)
 
+# %% ../nbs/09_loss.ipynb #b978e7b0
 def chunked_label_smoothed_cross_entropy(hidden: Tensor, # (B, T, D) decoder output, before the generator
                                          generator: nn.Linear, # the pre-softmax projection D -> V
                                          target: Tensor, # (B, T) class indices
@@ -133,6 +134,7 @@ def chunked_label_smoothed_cross_entropy(hidden: Tensor, # (B, T, D) decoder out
     return _ChunkedGeneratorLoss.apply(hidden.flatten(0, -2), w, b, target.flatten(), label_smoothing, pad_idx,
                                        chunk_size, need_grad)
 
+# %% ../nbs/09_loss.ipynb #5d451c18
 class ChunkedLabelSmoothingLoss(LabelSmoothingLoss):
     "`LabelSmoothingLoss` of the generator's output, computed from the hidden states in row chunks: returns `(loss_sum, n_tokens)`."
     def __init__(self, label_smoothing: float = 0.1, # epsilon_ls (the paper: 0.1)
@@ -151,7 +153,6 @@ class ChunkedLabelSmoothingLoss(LabelSmoothingLoss):
         return loss_sum, torch.as_tensor(n_tokens, device=target.device)
 
     def extra_repr(self) -> str: return f"{super().extra_repr()}, chunk_size={self.chunk_size}"
-
 
 # %% ../nbs/09_loss.ipynb #10abdb37
 class HiddenStates(nn.Module):
@@ -207,6 +208,7 @@ def eval_sums(self: SequenceObjective, model: nn.Module, batch) -> Tensor:
         nll = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.pad_idx, reduction="sum")
     return torch.stack([s.double(), nll.double(), n.double()])
 
+# %% ../nbs/09_loss.ipynb #3584594e
 @patch
 def eval_metrics(self: SequenceObjective, sums: Tensor) -> dict:
     "Per target token: `val_loss` (label-smoothed), `val_nll` (cross-entropy), `val_ppl` (its exponential); `val_tokens`."

@@ -33,6 +33,7 @@ def cpu_flags() -> set[str]:
     line = next((l for l in text.splitlines() if l.startswith(("flags", "Features"))), "")
     return set(line.partition(":")[2].split())
 
+# %% ../nbs/26_precision.ipynb #5c3732e1
 def precision_cache_file() -> Path:
     "Where `auto` remembers its trials: `precision.json` in the cache directory (`$AT_CACHE_DIR`, else ~/.cache/annotated_transformer)."
     return default_cache_dir() / "precision.json"
@@ -50,6 +51,7 @@ def _remember(f: Path, key: str, entry: dict):
         atomic_write(f, json.dumps({**_read_cache(f), key: entry}, indent=1))
     except OSError as e: warn(f"could not remember the trial in {f}: {e}")
 
+# %% ../nbs/26_precision.ipynb #1f1fbc61
 def resolve_precision(precision: str, # "auto", "fp32", "bf16" or "fp16"
                       device: torch.device, # where the model runs
                       trial: Callable[[], dict] | None = None, # times both on a CPU with native bf16: () -> {"fp32": s, "bf16": s}
@@ -79,6 +81,7 @@ def resolve_precision(precision: str, # "auto", "fp32", "bf16" or "fp16"
     if k: _remember(precision_cache_file(), k, dict(precision=chosen, bf16_vs_fp32=round(ratio, 3), seconds=t, time=time.strftime("%Y-%m-%d %H:%M:%S")))
     return chosen, f"auto: {has}; a trial of both on this model and batch measured bf16 at {ratio:.2f}x the speed of fp32"
 
+# %% ../nbs/26_precision.ipynb #b80a8cc3
 def autocast_for(device: torch.device, precision: str):
     "The autocast context of a resolved precision: none for fp32, bf16 on CPU/GPU, fp16 on GPU only."
     if precision == "auto": raise ValueError("precision='auto': resolve it first with resolve_precision(precision, device, d_model)")
@@ -87,12 +90,12 @@ def autocast_for(device: torch.device, precision: str):
         raise ValueError("precision='fp16' needs a CUDA device (fp16 with a grad scaler); use 'bf16' on the CPU")
     return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
-
 # %% ../nbs/26_precision.ipynb #73b06781
 def sync(device: torch.device | str):
     "Wait for the GPU's queued work (a timer around it measures the work, not the launch); nothing on a CPU."
     if torch.device(device).type == "cuda": torch.cuda.synchronize()
 
+# %% ../nbs/26_precision.ipynb #dce5457e
 def _trial_step(model: nn.Module, batch, device: torch.device, precision: str, loss_fn=None, net=None):
     "Forward, loss and backward of one training step, as the trainer runs it (gradients dropped): what the trials time. `net`: the forward to call instead of the model's (a compiled one)."
     with autocast_for(device, precision):
@@ -121,11 +124,11 @@ def precision_trial(model: nn.Module, # the model to train (a copy is timed)
                 if r: times[prec].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
+# %% ../nbs/26_precision.ipynb #f99ad248
 def precision_key(model: nn.Module, cfg: TrainConfig, loss: str = "chunked") -> dict:
     "What a precision trial's answer depends on: the CPU, its bf16 flags, torch, threads, the model's config, the token budget."
     return dict(cpu=hardware()["cpu"], flags=sorted(set(NATIVE_BF16_FLAGS) & cpu_flags()), torch=torch.__version__,
                 threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss)
-
 
 # %% ../nbs/26_precision.ipynb #c0a1e002
 COMPILE_MIN_RUN_S = 3600  # "auto" tries compiling only when the steps left would take at least this long eager (seconds)
@@ -135,12 +138,14 @@ def compile_cache_file() -> Path:
     "Where `auto` remembers its compile trials: `compile.json` in the cache directory (`$AT_CACHE_DIR`, else ~/.cache/annotated_transformer)."
     return default_cache_dir() / "compile.json"
 
+# %% ../nbs/26_precision.ipynb #e8fd567f
 def payback_steps(first_call_s: float, # the compiled variant's first call: compiling plus one step
                   step_s: float, eager_step_s: float) -> float | None: # seconds per step, compiled and eager
     "Training steps after which compiling has paid for itself: its extra first-call time over the time it saves per step (None: it never does)."
     saved = eager_step_s - step_s
     return None if saved <= 0 else max(0.0, first_call_s - step_s) / saved
 
+# %% ../nbs/26_precision.ipynb #200a3bb5
 def compile_forward(net: nn.Module) -> nn.Module:
     "`torch.compile` as the trainer and its trial use it: shapes dynamic from the start, since token-budget batches change shape every step (one compile, not one per shape and then a dynamic one)."
     return torch.compile(net, dynamic=True)
@@ -171,12 +176,14 @@ def compile_trial(model: nn.Module, # the model to train (a copy is timed)
             for name in (list(nets) if r % 2 == 0 else list(nets)[::-1]): times[name].append(one_pass(name))
     return dict(out, **{f"{k}_s": statistics.median(v) / len(bs) for k, v in times.items()})
 
+# %% ../nbs/26_precision.ipynb #cba5944a
 def compile_key(model: nn.Module, cfg: TrainConfig, device: torch.device, precision: str, loss: str = "chunked") -> dict:
     "What a compile trial's answer depends on: the machine, torch, threads, the model's config, the token budget, the precision."
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else hardware()["cpu"]
     return dict(device=where, flags=sorted(set(NATIVE_BF16_FLAGS) & cpu_flags()), torch=torch.__version__,
                 threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss, precision=precision)
 
+# %% ../nbs/26_precision.ipynb #fe469d47
 def resolve_compile(compile: str, # "auto", "on" or "off"
                     steps_left: int, # optimizer steps the run has left
                     trial: Callable[[bool], dict] | None = None, # `compile_trial` on the run's batches: (compiled) -> its result
@@ -211,4 +218,3 @@ def resolve_compile(compile: str, # "auto", "on" or "off"
     if gain < COMPILE_MARGIN: return False, f"{said}, under the {COMPILE_MARGIN:.2f}x that pays: eager"
     if pay > steps_left / 2: return False, f"{said}, but compiling pays back only after {pay:.0f} steps, more than half of the {steps_left} left: eager"
     return True, f"{said}; compiling pays back after {pay:.0f} of the {steps_left} steps left: compiled"
-

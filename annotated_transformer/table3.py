@@ -31,6 +31,7 @@ def compare(rows: list[dict]) -> list[dict]:
                         paper_ppl_ratio=round(p.ppl / pb.ppl, 3), paper_bleu_diff=round(p.bleu - pb.bleu, 2)))
     return out
 
+# %% ../nbs/16_table3.ipynb #0a35fdfe
 def plot_table3(rows: list[dict], title: str | None = None):
     "Changes against base, ours beside the paper's (perplexity ratio, BLEU difference), and perplexity vs parameters."
     import matplotlib.pyplot as plt
@@ -134,6 +135,7 @@ def row_verdict(verdicts: list[str]) -> str:
     if "agrees" not in verdicts and "reverses" in verdicts: return "reverses"
     return "inconclusive"
 
+# %% ../nbs/16_table3.ipynb #12f6f387
 SUMMARY_FIELDS = ["row", "group", "seeds", "dev_ppl_mean", "dev_ppl_spread", "dev_bleu_mean", "dev_bleu_spread",
                   "delta_ppl", "delta_bleu", "paper_ppl", "paper_bleu", "paper_delta_ppl", "paper_delta_bleu",
                   "verdict_ppl", "verdict_bleu", "verdict"]
@@ -161,6 +163,7 @@ def summarize_seeds(runs: list[dict]) -> list[dict]:
         out.append(rec)
     return out
 
+# %% ../nbs/16_table3.ipynb #85e5a478
 def write_summary(grid: str | Path) -> Path | None:
     "Write grid/summary.csv from grid/table3.csv (rewritten whole, atomically): one line per row; None while there is no base row yet."
     grid = Path(grid)
@@ -170,10 +173,10 @@ def write_summary(grid: str | Path) -> Path | None:
     w = csv.DictWriter(buf, SUMMARY_FIELDS, lineterminator="\n"); w.writeheader(); w.writerows(summarize_seeds(runs))
     return atomic_write(grid / "summary.csv", buf.getvalue())
 
-
 # %% ../nbs/16_table3.ipynb #c0a1e00b
 FLAT_TAIL = 0.01  # a run has flattened when the last tenth of its steps took less than 1% off its dev perplexity
 
+# %% ../nbs/16_table3.ipynb #328aad0a
 def val_curve(grid: str | Path, # a grid's output directory (its metrics/ holds one file per run)
               row: str, seed: int) -> tuple[list[int], list[float]]: # steps, dev perplexity at each
     "A run's dev perplexity against steps, from the grid's metrics (an evaluation logged twice at the end counts once)."
@@ -183,6 +186,7 @@ def val_curve(grid: str | Path, # a grid's output directory (its metrics/ holds 
     steps = sorted(by_step)
     return steps, [by_step[s] for s in steps]
 
+# %% ../nbs/16_table3.ipynb #c0700b2b
 def tail_gain(steps: list[int], ppl: list[float], # a run's dev perplexity curve (`val_curve`)
               frac: float = 0.1, # the share of the steps at the end
              ) -> float: # 1 - ppl(end) / ppl(end - frac * end): 0.034 means the tail took 3.4% off
@@ -190,4 +194,3 @@ def tail_gain(steps: list[int], ppl: list[float], # a run's dev perplexity curve
     start = steps[-1] - round(frac * steps[-1])
     if start not in steps: raise ValueError(f"no evaluation at step {start} of {steps[-1]}: a grid evaluates every tenth of its steps")
     return 1 - ppl[-1] / ppl[steps.index(start)]
-

@@ -40,6 +40,7 @@ class DataSpec:
         for name, low in (("vocab_size", 16), ("copy_n", 1), ("copy_symbols", 4), ("copy_max_len", 1), ("n_valid", 0)):
             if getattr(self, name) < low: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
 
+# %% ../nbs/29_tasks.ipynb #5cf89368
 @dataclass(frozen=True)
 class Task:
     "A task of `at-train`: its name, one line for `--help`, the kind of data builder, and the three configs."
@@ -54,6 +55,7 @@ class Task:
         "Fresh copies of the three configs, to change without touching the task."
         return _copy.deepcopy((self.model, self.train, self.data))
 
+# %% ../nbs/29_tasks.ipynb #e06007c1
 TASKS = {t.name: t for t in [
     Task("copy", "copy random sequences: the first run after installing, a minute or two on a CPU (11_copy_task)", "copy",
          copy_config(),  # 11_copy_task's model: 2 layers, d_model 64, 10 symbols
@@ -129,6 +131,7 @@ class ModelSpec:
     rnn_bidirectional: bool = True  # rnn: bidirectional encoder
     rnn_window: int = 10  # rnn, local-p: half-width D of the window
 
+# %% ../nbs/29_tasks.ipynb #ee81a77e
 def model_config(mcfg: TransformerConfig, spec: ModelSpec) -> TransformerConfig | RNNConfig:
     "The task's `TransformerConfig`, or with `spec.model == 'rnn'` an `RNNConfig` that takes the fields the two share."
     if spec.model not in ("transformer", "rnn"): raise ValueError(f"model={spec.model!r}: expected 'transformer' or 'rnn'")
@@ -149,6 +152,7 @@ class TaskData:
     model_config: TransformerConfig | RNNConfig | ChartConfig  # the task's model config with the vocabulary sizes of `tokenizer`
     counts: dict = field(default_factory=dict)  # what was read and dropped (parsing)
 
+# %% ../nbs/29_tasks.ipynb #ffeb209a
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                tokenizer_state: dict | None = None, # a resumed run's tokenizer, from its checkpoint: reused, not retrained
               ) -> TaskData:
@@ -178,6 +182,7 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
     if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
     return TaskData(train_loader, val_loader, tok, mcfg)
 
+# %% ../nbs/29_tasks.ipynb #c53cf270
 def build_chart_data(spec: DataSpec, mcfg: ChartConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                      tokenizer_state: dict | None = None) -> TaskData:
     "Tree loaders for the chart parser (this rank's shard): the vocabulary from the training trees only, or restored on resume."
