@@ -28,6 +28,7 @@ _EXPORTS = {  # module -> the names it gives the package root (never a name that
     "tasks": ["TASKS", "task_preset", "DataSpec"],
     "trees": ["Tree", "parse_tree", "linearize"],
     "parser": ["load_parser", "parse"],
+    "shipped": ["pretrained", "shipped_names"],
     "rnn": ["RNNConfig", "make_rnn"],
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -58,6 +58,7 @@ def _add_fields(parser: argparse.ArgumentParser, obj, seen: set, skip_seen: bool
         if dashed != "--" + f.name:  # the field's own spelling, accepted and not listed
             group.add_argument("--" + f.name, **kw).help = argparse.SUPPRESS
 
+# %% ../nbs/31_cli.ipynb #58559e4e
 def train_argparser(task: str = "copy", # whose preset gives the defaults
                  find: bool = False, # only to find the task: no --help, any word as the task
                 ) -> argparse.ArgumentParser:
@@ -115,7 +116,7 @@ def train_main(argv: list[str] | None = None) -> int:
     "`at-train TASK [--option value ...]`: train any task, the same code under `python` and `torchrun` (DDP)."
     return run_script("at-train", _train, argv)
 
-# %% ../nbs/31_cli.ipynb #4e8a0aaa
+# %% ../nbs/31_cli.ipynb #de6624bf
 def shipped_help(command: str) -> str:
     "The shipped models a command serves, for its --help."
     return ", ".join(shipped_names(command)) or f"none in {shipped_dir()}"
@@ -147,6 +148,7 @@ def translate_parser() -> Parser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
+# %% ../nbs/31_cli.ipynb #ff880f9a
 def _translate(argv: list[str]) -> int:
     p = translate_parser()
     a = p.parse_args(argv)
@@ -195,6 +197,7 @@ def evaluate_parser() -> Parser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
+# %% ../nbs/31_cli.ipynb #c9badc06
 def _evaluate(argv: list[str]) -> int:
     p = evaluate_parser()
     a = p.parse_args(argv)
@@ -203,7 +206,7 @@ def _evaluate(argv: list[str]) -> int:
     if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
     paths = list_checkpoints(a.run_dir)
     if not paths: raise CheckpointError(f"{a.run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
-    last = load_checkpoint(paths[-1]).served_by("at-translate")  # read once; a parser's run is named as one, before anything else
+    last = load_checkpoint(paths[-1]).served_by("at-translate", "at-evaluate")  # read once; a parser's run is named as one, first
     too_many = [n for n in a.average if n > len(paths)]
     if too_many: p.error(f"--average {too_many[0]}: {a.run_dir} keeps {len(paths)} checkpoint{'s' * (len(paths) != 1)}; "
                          f"expected at most {len(paths)}")
@@ -239,6 +242,7 @@ def parse_parser() -> Parser:
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
+# %% ../nbs/31_cli.ipynb #5de6eea1
 def _parse(argv: list[str]) -> int:
     p = parse_parser()
     a = p.parse_args(argv)
@@ -288,6 +292,7 @@ def variations_parser() -> argparse.ArgumentParser:
     _add_fields(p, GridSettings(), set())  # every field an option, as at-train's; GridSettings checks the values
     return p
 
+# %% ../nbs/31_cli.ipynb #ed92efe3
 def _variations(argv: list[str]) -> int:
     p = variations_parser()
     a = vars(p.parse_args(argv))
@@ -348,6 +353,7 @@ def bench_parser() -> Parser:
     ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return ap
 
+# %% ../nbs/31_cli.ipynb #3f943066
 def _run_bench(argv: list[str]) -> int:
     ap = bench_parser()
     a = ap.parse_args(argv)

@@ -19,6 +19,12 @@ from .loss import SequenceObjective
 __all__ = ['KINDS', 'TRANSFORMER', 'RNN', 'SEQ2SEQ_PARSER', 'CHART', 'ModelKind', 'register', 'kind_named', 'kind_of']
 
 # %% ../nbs/23a_model_kinds.ipynb #0752e5b1
+def _is_a(obj, cls: type, exact: bool = False) -> bool:
+    """Whether `obj` is a `cls` (exactly, or a subclass), by qualified name: a notebook that runs its own exported cells defines
+    its own copy of a class, which is still that class."""
+    same = lambda c: c.__qualname__ == cls.__qualname__
+    return same(type(obj)) if exact else any(same(c) for c in type(obj).__mro__)
+
 def _resolve(f):
     "A class or callable, or one named `'package.module:name.attr'` (imported now, when first used)."
     if not isinstance(f, str): return f
@@ -42,7 +48,7 @@ class ModelKind:
 
     def fits(self, cfg, tokenizer=None) -> bool:
         "Whether a model of this config, with this tokenizer (None: none), is of this kind."
-        return type(cfg) is self.config and (tokenizer is None or (self.tokenizer is not None and isinstance(tokenizer, _resolve(self.tokenizer))))
+        return _is_a(cfg, self.config, exact=True) and (tokenizer is None or (self.tokenizer is not None and _is_a(tokenizer, _resolve(self.tokenizer))))
 
     def make_objective(self, model_config, tokenizer):
         "The trainer's objective for a model of this kind, config and tokenizer (`SequenceObjective` unless the kind names its own)."

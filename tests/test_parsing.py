@@ -435,3 +435,12 @@ def test_plot_tree_leaves_do_not_overlap():
         boxes = sorted((txt.get_window_extent(r) for txt in ax.texts if txt.get_color() == "tab:blue"), key=lambda b: b.x0)
         assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(round(a.x1), round(b.x0)) for a, b in zip(boxes, boxes[1:])]
     plt.close(fig)
+
+def test_at_evaluate_on_a_parser_run_names_its_kind_and_the_command_that_fits(tiny_checkpoint, tmp_path, cli):
+    "at-evaluate scores translation runs: pointed at a parser's run it says what the run holds and which command serves it (it said '--average 5: ... keeps 2 checkpoints')."
+    from annotated_transformer.cli import evaluate_main
+    run, _ = tiny_checkpoint
+    r = cli(evaluate_main, str(run), "--test", "test", "--out", str(tmp_path / "res"))
+    assert r.returncode == 1 and not (tmp_path / "res").exists(), r.stderr
+    assert "holds a seq2seq-parser model (words" in r.stderr and "which at-evaluate does not serve; use at-parse" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
