@@ -87,7 +87,7 @@ def run_languages(ck: Checkpoint) -> tuple[str | None, str | None]:
     default = getattr(RECIPES.get(spec.get("recipe")), "langs", (None, None))
     return spec.get("src_lang") or default[0], spec.get("tgt_lang") or default[1]
 
-# %% ../nbs/14_translation.ipynb #472e911b
+# %% ../nbs/14_translation.ipynb #fdc3ecfb
 @contextlib.contextmanager
 def signals_deferred(signals=(signal.SIGINT, signal.SIGTERM)):
     """Hold Ctrl-C and SIGTERM until the block is done, then deliver them. Python runs signal handlers in the main thread whichever
