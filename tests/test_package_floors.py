@@ -113,3 +113,8 @@ def test_checkpoint_keys_are_read_only_in_checkpoint():
                     and isinstance(n.func.value, ast.Name) and n.func.value.id == "torch" and p.stem != "distributed"):
                 bad.append(f"{p.stem}.py line {n.lineno} calls torch.load")  # distributed.py loads its own rank files, not checkpoints
     assert not bad, bad
+
+def test_no_module_passes_400_lines():
+    "A module that grows past 400 lines holds more than one concern: split it by concern (a new page and module), not by size."
+    big = {p.stem: n for p in modules() if (n := len(p.read_text().splitlines())) > 400}
+    assert not big, big
