@@ -28,7 +28,9 @@ def start(func: str, # the command's function in `cli`, e.g. "train_main"
     "A console script's entry point: Ctrl-C or SIGTERM while it imports torch is one line and 130 or 143; then `run_script` takes over."
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM): signal.signal(sig, _stop_at_once(prog))
-    from annotated_transformer import cli
+    try: from annotated_transformer import cli
+    except KeyboardInterrupt:  # raised inside the import by whatever caught the signal before this handler was in place
+        print(f"{prog}: interrupted while starting", file=sys.stderr); return 130
     return getattr(cli, func)()
 
 # %% ../nbs/30a_console.ipynb #93066e35

@@ -26,7 +26,7 @@ def test_train_keeps_the_best_dev_f1_and_resumes(trained, shared_data, cli):
     assert len(f1) == 2 and all(0 <= v <= 100 for v in f1)
     best = load_checkpoint(trained / "best.pt")
     assert best.best["value"] == max(f1) and best.kind == "chart"
-    assert best["tokenizer"]["kind"] == "chart"
+    assert best.tokenizer["kind"] == "chart"
     r = cli(train_main, "ptb-chart-sample", "--data-dir", shared_data, "--max-steps", "25", "--eval-every", "10", "--precision", "fp32",
             "--run-dir", trained, "--no-progress", "--resume")
     assert r.returncode == 0, r.stderr
@@ -51,7 +51,7 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
     assert r.returncode == 1 and "<stdin>, line 2: invalid UTF-8" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     long = cli(parse_main, "--checkpoint", trained, stdin="w " * 400 + "\n")
     assert long.returncode == 1 and "line 1: 400 words; this model parses at most 298" in long.stderr
-    ck = load_checkpoint(trained / "best.pt"); ck["tokenizer"]["labels"] = ck["tokenizer"]["labels"][:-1]
+    ck = load_checkpoint(trained / "best.pt"); ck.tokenizer["labels"] = ck.tokenizer["labels"][:-1]
     write_checkpoint(ck, tmp_path / "bad.pt")
     with pytest.raises(CheckpointError, match="does not match the model's sizes"): load_parser(tmp_path / "bad.pt")
     out = tmp_path / "trees.txt"
@@ -83,7 +83,7 @@ def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tm
     from annotated_transformer.chart import ChartVocab
     with pytest.raises(ValueError, match=r"model\[0\]: sized for another vocabulary"):
         chart_parse(models, ChartVocab(vocab.words, vocab.chars, vocab.labels[:-1]), sents)
-    ck = load_checkpoint(cks[0]); ck["tokenizer"]["words"] = ck["tokenizer"]["words"][:-1] + ["<other>"]
+    ck = load_checkpoint(cks[0]); ck.tokenizer["words"] = ck.tokenizer["words"][:-1] + ["<other>"]
     write_checkpoint(ck, tmp_path / "other.pt")
     with pytest.raises(CheckpointError, match="vocabulary differs"): load_parsers([cks[0], tmp_path / "other.pt"])
     out = tmp_path / "trees.txt"

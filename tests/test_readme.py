@@ -21,7 +21,7 @@ def _sh_block_after(text: str, marker: str) -> str:
 def test_ci_runs_the_readmes_commands():
     "CI (.ci/run) and the GitHub workflow run the README's test command verbatim, and CI runs the slow set after it"
     readme = (ROOT/'README.md').read_text(encoding='utf-8')
-    quick = _sh_block_after(readme, '**3. Run the tests**')
+    quick = _sh_block_after(readme, '**4. Run the tests**')
     slow = _sh_block_after(readme, 'Everything, slow runs included')
     assert 'nbdev_test' in quick and 'pytest' in quick and '--flags slow' in slow and '--slow' in slow
     ci = (ROOT/'.ci'/'run').read_text(encoding='utf-8')
