@@ -47,8 +47,8 @@ def decoding_sums(models: list[ChartParser], # parsers of one vocabulary; each s
                   vocab: ChartVocab, trees: list[Tree], # gold trees, e.g. section 22
                   decodings: dict, # name -> a function from the models' label scores (one tensor each) to the chart CKY takes
                   batch_size: int = 64, # sentences per batch, sorted by length
-                 ) -> dict: # name -> matched, gold and test brackets and sentences (float64), as `ChartObjective.eval_sums`
-    "EVALB's bracket counts on `trees` of each decoding of the same span scores, counted by `ChartObjective.eval_sums`."
+                 ) -> dict: # name -> matched, gold and test brackets and sentences (float64), as the `eval_sums` of `ChartObjective`
+    "EVALB's bracket counts on `trees` of each decoding of the same span scores, counted by the `eval_sums` of `ChartObjective`."
     objective, sums = ChartObjective(vocab), {k: torch.zeros(4, dtype=torch.float64) for k in decodings}
     for m in models: m.eval()
     order = sorted(range(len(trees)), key=lambda i: len(trees[i].words()))
