@@ -75,6 +75,11 @@ class Checkpoint:
 # %% ../nbs/24_checkpoint.ipynb #c5df1d3b
 _IN_EXTRA = dict(task="task", command="command", data_spec="data", counts="counts", best="best", clock="clock")  # field -> key under `extra`
 
+def _split_extra(extra: dict | None) -> tuple[dict, dict]:
+    "A run's plain data as (the record's named fields, everything else)."
+    rest = dict(extra or {})
+    return {f: rest.pop(key) for f, key in _IN_EXTRA.items() if key in rest}, rest
+
 def make_checkpoint(model: nn.Module | dict, # a model with a `cfg`, or its `state_dict()`
                     model_config: dict | None = None, # `asdict` of its config (None: `asdict(model.cfg)`)
                     kind: str | None = None, # its kind's name (None: `kind_of(model.cfg, tokenizer)`)
@@ -86,8 +91,7 @@ def make_checkpoint(model: nn.Module | dict, # a model with a `cfg`, or its `sta
     if kind is None:
         if isinstance(model, dict): raise TypeError("make_checkpoint of a state_dict needs kind=, the name of its model kind")
         kind = kind_of(model.cfg, None if isinstance(tokenizer, dict) else tokenizer).name
-    extra = dict(extra or {})
-    named = {f: extra.pop(key) for f, key in _IN_EXTRA.items() if key in extra}
+    named, extra = _split_extra(extra)
     return Checkpoint(weights=model if isinstance(model, dict) else model.state_dict(),
                       model_config=asdict(model.cfg) if model_config is None else model_config, kind=kind, tokenizer=state,
                       **named, **rest, more=extra)
@@ -177,8 +181,7 @@ def _record(d, where: str) -> Checkpoint:
     if "model_config" not in d: d = {**d, "model_config": d["config"]}  # written by save_model before there was one format
     kind = d.get("kind") or _kind_before_records(d)
     if kind not in KINDS: raise CheckpointError(f"{where}: a model of kind {kind!r}, which this package does not know ({', '.join(KINDS)})")
-    extra = dict(d.get("extra") or {})
-    named = {f: extra.pop(key) for f, key in _IN_EXTRA.items() if key in extra}
+    named, extra = _split_extra(d.get("extra"))
     return Checkpoint(weights=d["model"], model_config=d["model_config"], kind=kind, step=d.get("step"), train_config=d.get("train_config"),
                       tokenizer=d.get("tokenizer"), optimizer=d.get("optimizer"), scheduler=d.get("scheduler"), scaler=d.get("scaler"),
                       rng=d.get("rng"), stream=d.get("data"), world_size=d.get("world_size"), averaged=d.get("averaged"),

@@ -12,7 +12,7 @@ from .config import TransformerConfig, TrainConfig, field_help, COMPILE_MODES
 from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, atomic_write
 from .checkpoint import CheckpointError, list_checkpoints, check_writable, load_checkpoint
-from .shipped import shipped_dir, shipped_names
+from .shipped import shipped_dir, shipped_names, shipped_path
 from .bench import BENCH_PRESETS
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
@@ -27,7 +27,7 @@ from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device,
                                            blank_note, no_sentences)
 
 # %% auto #0
-__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help', 'shipped_path',
+__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help', 'model_option',
            'translate_parser', 'translate_main', 'evaluate_parser', 'evaluate_main', 'parse_parser', 'parse_main',
            'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
 
@@ -121,10 +121,10 @@ def shipped_help(command: str) -> str:
     "The shipped models a command serves, for its --help."
     return ", ".join(shipped_names(command)) or f"none in {shipped_dir()}"
 
-def shipped_path(p: argparse.ArgumentParser, name: str) -> Path:
+def model_option(p: argparse.ArgumentParser, name: str) -> Path:
     "The directory of the shipped model `--model NAME`; an unknown name is a bad option (exit 2), naming the known ones."
-    if name not in shipped_names(): p.error(f"--model {name}: no such shipped model; expected one of {', '.join(shipped_names()) or 'none'} (in {shipped_dir()})")
-    return shipped_dir() / name
+    try: return shipped_path(name)
+    except CheckpointError as e: p.error(f"--model {name}: {str(e).split(': ', 1)[1]}")  # a bad option: exit 2
 
 # %% ../nbs/31_cli.ipynb #68d1e8ab
 def translate_parser() -> Parser:
@@ -154,7 +154,7 @@ def _translate(argv: list[str]) -> int:
     a = p.parse_args(argv)
     check_output(p, "--output", a.output)
     device = pick_device(p, a.device)
-    model, tok = load_translator(a.checkpoint or shipped_path(p, a.model), a.tokenizer, device)
+    model, tok = load_translator(a.checkpoint or model_option(p, a.model), a.tokenizer, device)
     lines = read_lines(a.input)
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
@@ -252,7 +252,7 @@ def _parse(argv: list[str]) -> int:
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
-    model, vocab = load_parsers(a.checkpoint or [shipped_path(p, a.model)], device)
+    model, vocab = load_parsers(a.checkpoint or [model_option(p, a.model)], device)
     longest = max_words(model)
     if a.gold:
         r = parse_gold(model, vocab, read_gold(a.gold, longest), **kw)

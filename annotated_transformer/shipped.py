@@ -14,7 +14,7 @@ from .parser import parser_of, parse
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['shipped_dir', 'shipped_names', 'Translator', 'ConstituencyParser', 'pretrained']
+__all__ = ['shipped_dir', 'shipped_names', 'shipped_path', 'Translator', 'ConstituencyParser', 'pretrained']
 
 # %% ../nbs/38_shipped_models.ipynb #21ef0703
 def shipped_dir() -> Path:
@@ -30,6 +30,12 @@ def shipped_names(command: str | None = None, # only the models this command ser
     d = shipped_dir()
     names = sorted(p.name for p in d.iterdir() if (p / "config.json").is_file()) if d.is_dir() else []
     return [n for n in names if command is None or shipped_kind(d / n).command == command]
+
+def shipped_path(name: str) -> Path:
+    "The directory of the shipped model `name`; an unknown name is a `CheckpointError` listing the known ones."
+    names = shipped_names()
+    if name not in names: raise CheckpointError(f"{name!r}: no such shipped model; expected one of {', '.join(names) or 'none'} (in {shipped_dir()})")
+    return shipped_dir() / name
 
 # %% ../nbs/38_shipped_models.ipynb #56232524
 @dataclass
@@ -66,9 +72,6 @@ class ConstituencyParser:
 def pretrained(name: str, # a shipped model's name (`shipped_names()`)
                device: str = "cpu") -> Translator | ConstituencyParser:
     "A shipped model by name, every file checked against its manifest: a `Translator` or a `ConstituencyParser`."
-    names = shipped_names()
-    if name not in names:
-        raise CheckpointError(f"{name!r}: no such shipped model; expected one of {', '.join(names) or 'none'} (in {shipped_dir()})")
-    ck = load_checkpoint(shipped_dir() / name)
+    ck = load_checkpoint(shipped_path(name))
     if ck.model_kind.command == "at-parse": return ConstituencyParser(name, *parser_of(ck, device), ck)
     return Translator(name, *load_translator(ck, device=device), ck)

@@ -6,28 +6,27 @@
 For a run that `at-evaluate` scored into RESULTS/results.json, this takes the checkpoint that results.json chose (`last`, or the
 average of the last n), scores test2016 with its weights in fp32 and in bf16 (beam 4, alpha 0.6, as the row), writes the shipped
 directory `pretrained/NAME` in the smallest precision within 0.05 BLEU of the row (half the 0.1 that the shipped models' test
-allows, leaving the other half for another CPU's rounding), and records both scores in RESULTS/shipped.json. The logic is the package's: `average_checkpoints`, `write_shipped`, `score_corpus`.
+allows, leaving the other half for another CPU's rounding), and records both scores in RESULTS/shipped.json. The logic is the package's: `checkpoint_candidates`, `write_shipped`, `score_corpus`.
 """
 from __future__ import annotations
 import argparse, json, subprocess, sys, time
 from pathlib import Path
 import torch
-from annotated_transformer.checkpoint import CheckpointError, average_checkpoints, list_checkpoints, load_checkpoint, write_shipped
+from annotated_transformer.checkpoint import CheckpointError, write_shipped
 from annotated_transformer.data import atomic_write, load_recipe
-from annotated_transformer.evaluation import score_corpus
+from annotated_transformer.evaluation import checkpoint_candidates, score_corpus
 from annotated_transformer.inference import load_translator
 from annotated_transformer.shipped import shipped_dir
 
 MARGIN = 0.05  # BLEU: the stored precision must reproduce the row this closely
 
 def chosen_checkpoint(run: Path, res: dict):
-    "The checkpoint results.json chose: the last one, or the average of the last n."
-    paths = list_checkpoints(run)
-    if res["chosen"] == "last": return load_checkpoint(paths[-1])
-    n = int(res["chosen"].removeprefix("avg"))
-    if res["selection"][res["chosen"]]["step"] != load_checkpoint(paths[-1]).step:
+    "The checkpoint (or average) that results.json chose, as at-evaluate made its candidates (`checkpoint_candidates`)."
+    n = 1 if res["chosen"] == "last" else int(res["chosen"].removeprefix("avg"))
+    ck = checkpoint_candidates(run, (n,))[res["chosen"]]
+    if ck.step != res["selection"][res["chosen"]]["step"]:
         raise CheckpointError(f"{run}: its last checkpoint is not the step {res['selection'][res['chosen']]['step']} that results.json scored")
-    return average_checkpoints(paths[-n:])
+    return ck
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
