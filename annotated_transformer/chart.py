@@ -37,6 +37,7 @@ class ChartConfig:
     n_words: int = 0  # word vocabulary, specials included (sized from the training trees)
     n_chars: int = 0  # character vocabulary, specials included
     n_labels: int = 0  # span labels, the empty label included
+    n_tags: int = 0  # part-of-speech tags of the training trees (sized from the data; read when tag_loss > 0)
     n_layers: int = 4  # encoder layers N
     d_model: int = 256  # model width D (even: each span vector is two halves)
     n_heads: int = 8  # attention heads h
@@ -49,18 +50,20 @@ class ChartConfig:
     word_features: str = "words+chars"  # "words+chars": a word embedding plus a character convolution; "subwords": mean-pooled BPE pieces, no word table
     loss: str = "margin"  # training objective: "margin" (a margin over trees, CKY inside) or "span" (cross-entropy per span); see `ChartObjective`
     partitioned: bool = False  # Kitaev & Klein's factored encoder: content and position in separate halves that attention and the FFN never mix
+    tag_loss: float = 0.0  # > 0: a tagger head on each word's encoder output; its cross-entropy on the gold tags, times this, joins the loss (Kitaev et al. 2019: 5.0)
 
     def __post_init__(self):
         if self.model != "chart": raise ValueError(f"model={self.model!r}: a ChartConfig describes model 'chart'")
         if self.loss not in ("margin", "span"): raise ValueError(f"loss={self.loss!r}: expected 'margin' or 'span'")
         if self.word_features not in ("words+chars", "subwords"):
             raise ValueError(f"word_features={self.word_features!r}: expected 'words+chars' or 'subwords'")
-        for name in ("n_words", "n_chars", "n_labels"):
+        for name in ("n_words", "n_chars", "n_labels", "n_tags"):
             if getattr(self, name) < 0: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= 0 (0: sized from the data)")
         for name in ("n_layers", "d_model", "n_heads", "d_ff", "d_char", "d_label", "max_len"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
         if self.d_model % 2 or self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model}: expected an even multiple of n_heads={self.n_heads}")
+        if not self.tag_loss >= 0: raise ValueError(f"tag_loss={self.tag_loss}: expected a weight >= 0 (0: no tagger head)")
         for name in ("dropout", "word_dropout"):
             if not 0 <= getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a value in [0, 1)")
         if self.partitioned and ((self.d_model // self.n_heads) % 2 or self.d_ff % 2):
@@ -84,6 +87,10 @@ class ChartParser(nn.Module):
         if cfg.partitioned: partition(self.encoder, D, cfg.d_ff, cfg.n_heads)
         self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
                                    nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
+        if cfg.tag_loss:  # the auxiliary tagger, built last: without it a parser starts from the same numbers as before
+            if cfg.n_tags < 1: raise ValueError(f"tag_loss={cfg.tag_loss}: expected n_tags >= 1 (the tags of the training trees)")
+            self.tag = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
+                                     nn.Linear(cfg.d_label, cfg.n_tags))
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e108
 @patch
@@ -110,12 +117,18 @@ def with_position(self: ChartParser, x: Tensor) -> Tensor: # content (B, S, D or
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e110
 @patch
-def span_scores(self: ChartParser, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
-                chars: Tensor, # (B, N+2, C) character ids of each token
-                lengths: Tensor, # (B,) words per sentence
-               ) -> Tensor: # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
+def encode(self: ChartParser, words: Tensor, # (B, N+2): BOS, the words, EOS, padding
+           chars: Tensor, # (B, N+2, C) character ids of each token
+           lengths: Tensor, # (B,) words per sentence
+          ) -> Tensor: # (B, N+2, D) the encoder's output at each token
     pad = torch.arange(words.size(1), device=words.device)[None, :] >= (lengths[:, None] + 2)  # (B, N+2)
-    h = self.encoder(self.embed(words, chars), src_key_padding_mask=pad)  # (B, N+2, D)
+    return self.encoder(self.embed(words, chars), src_key_padding_mask=pad)
+
+@patch
+def span_scores(self: ChartParser, words: Tensor, chars: Tensor, lengths: Tensor, # as in `encode`
+                h: Tensor | None = None, # the encoder's output, when the caller has it
+               ) -> Tensor: # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
+    if h is None: h = self.encode(words, chars, lengths)  # (B, N+2, D)
     fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each: even and odd features (each half has content and position)
     N = words.size(1) - 2
     fence = torch.cat([fwd[:, : N + 1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (B, N+1, D)
@@ -129,14 +142,24 @@ def span_scores(self: ChartParser, words: Tensor, # (B, N+2): BOS, the words, EO
 @patch
 def forward(self: ChartParser, words: Tensor, chars: Tensor, lengths: Tensor, # as in span_scores
             chart: bool = True, # False: the span scores as they are (what `span_loss` takes; through DDP and compile alike)
-           ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0
-    s = self.span_scores(words, chars, lengths)  # (B, P, L-1)
-    if not chart: return s
-    N = words.size(1) - 2
-    i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)
-    out = s.new_zeros(s.size(0), N + 1, N + 1, self.cfg.n_labels)
-    out[:, i, j, 1:] = s
-    return out
+            tags: bool = False, # True: also each word's tag scores (B, N, T), from the tagger head (`tag_loss` > 0)
+           ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0 (and the tag scores, as a pair)
+    h = self.encode(words, chars, lengths)  # (B, N+2, D)
+    out = self.span_scores(words, chars, lengths, h)  # (B, P, L-1)
+    if chart:
+        N = words.size(1) - 2
+        i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)
+        s, out = out, out.new_zeros(out.size(0), N + 1, N + 1, self.cfg.n_labels)
+        out[:, i, j, 1:] = s
+    return (out, self.tag_scores(h)) if tags else out
+
+# %% ../nbs/20_chart_parser.ipynb #a7c0e002
+@patch
+def tag_scores(self: ChartParser, h: Tensor, # (B, N+2, D) the encoder's output (`encode`)
+              ) -> Tensor: # (B, N, T) the scores of each word's part-of-speech tags
+    "The tagger head's scores of the words (BOS and EOS left out)."
+    if not hasattr(self, "tag"): raise ValueError("this ChartParser has no tagger head: it was built with tag_loss=0")
+    return self.tag(h[:, 1:-1])
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e113
 class _BlockMask(nn.Module):
@@ -187,14 +210,14 @@ def span_loss(spans: Tensor, # (B, P, L-1) scores of the non-empty labels, spans
 
 # %% ../nbs/20_chart_parser.ipynb #1df4971b
 class ChartVocab:
-    "Words, characters (or BPE pieces) and span labels of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label 0: the empty label)."
-    def __init__(self, words: list[str], chars: list[str], labels: list[str], pieces: dict | None = None):
-        self.words, self.chars, self.labels = list(words), list(chars), list(labels)
+    "Words, characters (or BPE pieces), span labels and tags of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label 0: the empty label)."
+    def __init__(self, words: list[str], chars: list[str], labels: list[str], pieces: dict | None = None, tags: list[str] | None = None):
+        self.words, self.chars, self.labels, self.tags = list(words), list(chars), list(labels), list(tags or [])
         self.pieces = pieces  # a `SubwordTokenizer`'s state: words are then spelled in its pieces (pad 0, bos 1, eos 2)
         self._sp = SubwordTokenizer.from_state_dict(pieces) if pieces else None
         if self._sp: self.chars = [f"piece {k}" for k in range(self._sp.vocab_size)]
         self.word_id, self.char_id = {w: k for k, w in enumerate(self.words)}, {c: k for k, c in enumerate(self.chars)}
-        self.label_id = {l: k for k, l in enumerate(self.labels)}
+        self.label_id, self.tag_id = {l: k for k, l in enumerate(self.labels)}, {t: k for k, t in enumerate(self.tags)}
         self._units = {}  # word -> its ids (`units`)
 
     @classmethod
@@ -202,13 +225,13 @@ class ChartVocab:
                    min_count: int = 2, # rarer words are UNK (the characters still spell them)
                    subwords: int = 0, # > 0: also a BPE vocabulary of this size over the training words (`word_features="subwords"`)
                   ) -> "ChartVocab":
-        w, c, l = Counter(), Counter(), Counter()
+        w, c, l, g = Counter(), Counter(), Counter(), Counter()
         for t in trees:
-            words, _, spans = tree_spans(t)
-            w.update(words); c.update(ch for x in words for ch in x); l.update(s[2] for s in spans)
+            words, tags, spans = tree_spans(t)
+            w.update(words); c.update(ch for x in words for ch in x); l.update(s[2] for s in spans); g.update(tags)
         special = ["<pad>", "<unk>", "<s>", "</s>"]
         pieces = SubwordTokenizer.train([" ".join(t.words()) for t in trees], vocab_size=subwords).state_dict() if subwords else None
-        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c), [EMPTY] + sorted(l), pieces)
+        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c), [EMPTY] + sorted(l), pieces, sorted(g))
 
     def units(self, word: str) -> list[int]:
         "The ids that spell a word: its characters, or its BPE pieces (remembered per word: every batch spells its words again)."
@@ -216,27 +239,29 @@ class ChartVocab:
         if u is None: u = self._units[word] = self._sp.encode(word) if self._sp else [self.char_id.get(c, UNK) for c in word]
         return u
 
-    def state_dict(self) -> dict: return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces)
+    def state_dict(self) -> dict:
+        return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces, tags=self.tags)
     @classmethod
     def from_state_dict(cls, d: dict) -> "ChartVocab":
         if not isinstance(d, dict) or d.get("kind") != "chart":
             raise ValueError("the checkpoint holds no chart parser vocabulary (was it trained with at-train ptb-chart or ptb-chart-sample?)")
-        return cls(d["words"], d["chars"], d["labels"], d.get("pieces"))
+        return cls(d["words"], d["chars"], d["labels"], d.get("pieces"), d.get("tags"))  # vocabularies before the tagger have no tags
 
     def sized(self, cfg: "ChartConfig") -> "ChartConfig":
         "`cfg` with this vocabulary's sizes."
-        return replace(cfg, n_words=len(self.words), n_chars=len(self.chars), n_labels=len(self.labels))
+        return replace(cfg, n_words=len(self.words), n_chars=len(self.chars), n_labels=len(self.labels), n_tags=len(self.tags))
 
 # %% ../nbs/20_chart_parser.ipynb #768f8c03
 @dataclass
 class ChartBatch:
-    "Sentences as tensors: words between BOS and EOS (B, N+2), their characters (B, N+2, C), lengths (B,); with trees, the gold chart (B, N+1, N+1), spans and trees."
+    "Sentences as tensors: words between BOS and EOS (B, N+2), their characters (B, N+2, C), lengths (B,); with trees, the gold chart (B, N+1, N+1), spans, trees and tag ids (B, N)."
     words: Tensor; chars: Tensor; lengths: Tensor
     gold: Tensor | None = None; gold_spans: list | None = None; trees: list | None = None
+    gold_tags: Tensor | None = None  # -100 (cross-entropy's ignore_index) past a sentence's end and for tags unseen in training
     def __len__(self): return self.words.size(0)
     def to(self, device, non_blocking: bool = False) -> "ChartBatch":
         move = lambda x: x.to(device, non_blocking=non_blocking) if isinstance(x, Tensor) else x
-        return ChartBatch(*(move(getattr(self, f)) for f in ("words", "chars", "lengths", "gold", "gold_spans", "trees")))
+        return ChartBatch(*(move(getattr(self, f)) for f in ("words", "chars", "lengths", "gold", "gold_spans", "trees", "gold_tags")))
 
 # %% ../nbs/20_chart_parser.ipynb #5f3270b9
 def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree] | None = None, max_chars: int = 20) -> ChartBatch:
@@ -254,7 +279,8 @@ def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree]
     gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long)  # (B, N+1, N+1); a span has one label (unary chains are one)
     idx = [(b, i, j, l) for b, ss in enumerate(spans) for i, j, l in ss]
     if idx: bb, ii, jj, ll = torch.tensor(idx).T; gold[bb, ii, jj] = ll
-    return ChartBatch(words, chars, torch.tensor(n), gold, spans, list(trees))
+    tags = torch.tensor([[vocab.tag_id.get(g, -100) for g in t.tags()] + [-100] * (N - len(s)) for t, s in zip(trees, sentences)])
+    return ChartBatch(words, chars, torch.tensor(n), gold, spans, list(trees), tags)
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e115
 def chart_loader(vocab: ChartVocab, trees: list[Tree], # the training (or dev) trees
@@ -281,9 +307,9 @@ def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, 
 @torch.no_grad()
 def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained with the same vocabulary
                 vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
-                tags: list[list[str]] | None = None, # preterminals to put back (None: `XX`)
+                tags: list[list[str]] | None = None, # preterminals to put back (None: the tagger head's, or `XX` without one)
                 batch_size: int = 64) -> list[Tree]: # sentences scored together (sorted by length)
-    "Parse tokenized sentences: label scores (an ensemble's `ensemble_scores`), CKY, then trees with `XX` preterminals (or the given tags), in input order."
+    "Parse tokenized sentences: label scores (an ensemble's `ensemble_scores`), CKY, then trees with the given, predicted or `XX` preterminals, in input order."
     models = list(model) if isinstance(model, (list, tuple)) else [model]
     if not models: raise ValueError("model: an empty ensemble; expected a ChartParser or a list of them")
     sizes = dict(n_words=len(vocab.words), n_chars=len(vocab.chars), n_labels=len(vocab.labels))
@@ -297,11 +323,15 @@ def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemb
     for k in range(0, len(order), batch_size):
         idx = order[k: k + batch_size]
         x = chart_batch(vocab, [sentences[i] for i in idx]).to(dev)
-        scores = [m(x.words, x.chars, x.lengths).float() for m in models]
+        tag_ = tags is None and vocab.tags and all(m.cfg.tag_loss for m in models)  # every member has a tagger head
+        outs = [m(x.words, x.chars, x.lengths, tags=tag_) for m in models]
+        scores = [(o[0] if tag_ else o).float() for o in outs]
         spans, _ = cky(scores[0] if len(models) == 1 else ensemble_scores(scores), x.lengths)
+        if tag_: guess = sum(o[1].float().log_softmax(-1) for o in outs).argmax(-1).tolist()  # (B, N) the members' mean
         for b, i in enumerate(idx):
-            out[i] = spans_to_tree(sentences[i], tags[i] if tags else ["XX"] * len(sentences[i]),
-                                   [(s, e, vocab.labels[l]) for s, e, l in spans[b]])
+            n = len(sentences[i])
+            pre = tags[i] if tags else [vocab.tags[t] for t in guess[b][:n]] if tag_ else ["XX"] * n
+            out[i] = spans_to_tree(sentences[i], pre, [(s, e, vocab.labels[l]) for s, e, l in spans[b]])
     return out
 
 # %% ../nbs/20_chart_parser.ipynb #95284f5b
@@ -310,17 +340,20 @@ class ChartObjective:
     unit = "per sentence"  # the training loss's unit, in at-train's closing line
 
     def __init__(self, vocab: ChartVocab, # the labels of the scores
-                 loss: str = "margin"): # "margin" (`margin_loss`) or "span" (`span_loss`): the model config's `loss`
+                 loss: str = "margin", # "margin" (`margin_loss`) or "span" (`span_loss`): the model config's `loss`
+                 tag_loss: float = 0.0): # the tagger's weight: the model config's `tag_loss` (0: no tagger)
         if loss not in ("margin", "span"): raise ValueError(f"loss={loss!r}: expected 'margin' or 'span'")
-        self.labels, self.kind = vocab.labels, loss
+        if not tag_loss >= 0: raise ValueError(f"tag_loss={tag_loss}: expected a weight >= 0")
+        self.labels, self.kind, self.tag_loss = vocab.labels, loss, tag_loss
 
     def count(self, batch: ChartBatch) -> int: return len(batch)  # the loss is normalized per sentence
     def tokens(self, batch: ChartBatch) -> int: return int(batch.lengths.sum())  # words: what the trainer's tokens/s counts
     def loss(self, model, batch: ChartBatch) -> Tensor:
-        if self.kind == "span":  # the spans' scores as the classifier gives them: no chart to fill
-            return span_loss(model(batch.words, batch.chars, batch.lengths, chart=False).float(), batch.gold, batch.lengths)
-        s = model(batch.words, batch.chars, batch.lengths).float()  # (B, N+1, N+1, L)
-        return margin_loss(s, batch.gold, batch.gold_spans, batch.lengths)
+        out = model(batch.words, batch.chars, batch.lengths, chart=self.kind == "margin", tags=self.tag_loss > 0)
+        s = (out[0] if self.tag_loss else out).float()  # span: the spans' scores as the classifier gives them, no chart to fill
+        loss = span_loss(s, batch.gold, batch.lengths) if self.kind == "span" else margin_loss(s, batch.gold, batch.gold_spans, batch.lengths)
+        if not self.tag_loss: return loss
+        return loss + self.tag_loss * F.cross_entropy(out[1].float().flatten(0, 1), batch.gold_tags.flatten(), reduction="sum")
     trial_loss = loss  # what the precision trial times
 
     def eval_sums(self, model, batch: ChartBatch) -> Tensor:

@@ -80,7 +80,7 @@ def kind_of(cfg, # a model's config
 
 # %% ../nbs/23a_model_kinds.ipynb #e950d6c9
 def _chart_objective(model_config: ChartConfig, tokenizer: ChartVocab) -> ChartObjective:
-    return ChartObjective(tokenizer, model_config.loss)
+    return ChartObjective(tokenizer, model_config.loss, model_config.tag_loss)
 
 TRANSFORMER = register(ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
                                  tokenizer=SubwordTokenizer))
