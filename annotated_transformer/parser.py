@@ -176,7 +176,8 @@ def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[Transformer | ChartP
     try: vocab, cfg = ck.restore_tokenizer(), ck.config
     except ValueError as e: raise CheckpointError(f"{ck.where}: {e}") from None
     if ck.kind == "chart":  # the chart parser of 20_chart_parser
-        if [cfg.n_words, cfg.n_chars, cfg.n_labels] != [len(vocab.words), len(vocab.chars), len(vocab.labels)]:
+        if [cfg.n_words, cfg.n_chars, cfg.n_labels, cfg.n_tags if cfg.tag_loss else 0] != [
+                len(vocab.words), len(vocab.chars), len(vocab.labels), len(vocab.tags) if cfg.tag_loss else 0]:
             raise CheckpointError(f"{ck.where}: its vocabulary does not match the model's sizes")
     elif (cfg.src_vocab_size, cfg.tgt_vocab_size) != (vocab.src_vocab_size, vocab.tgt_vocab_size):
         raise CheckpointError(f"{ck.where}: vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
