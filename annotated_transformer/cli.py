@@ -194,6 +194,7 @@ def evaluate_parser() -> Parser:
     p.add_argument("--batch-size", type=number(int, 1), default=64, help="sentences decoded together")
     p.add_argument("--save-chosen", default=None, help="write the chosen checkpoint (or average) to this file (default: not written)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="a progress bar on stderr per decoding pass")
+    add_device(p)
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
@@ -201,6 +202,7 @@ def evaluate_parser() -> Parser:
 def _evaluate(argv: list[str]) -> int:
     p = evaluate_parser()
     a = p.parse_args(argv)
+    device = pick_device(p, a.device)  # a CUDA device that is not there: exit 2, before anything is read
     check_output(p, "--save-chosen", a.save_chosen)
     check_output_dir(p, "--out", a.out)
     if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
@@ -213,7 +215,7 @@ def _evaluate(argv: list[str]) -> int:
     valid, test, task = run_splits(last, a.test, a.valid, a.recipe, a.data_dir, a.src_lang, a.tgt_lang)
     t0 = time.perf_counter()
     res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
-                       progress=a.progress, save_chosen=a.save_chosen, last=last)
+                       progress=a.progress, save_chosen=a.save_chosen, last=last, device=device)
     print(evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0))
     return 0
 
@@ -304,8 +306,8 @@ def _variations(argv: list[str]) -> int:
     s = replace(s, device=pick_device(p, s.device))  # what the grid records: the device it ran on
     code = 0
     try: run_grid(a["rows"], s, a["out"], a["data_dir"], a["run_root"], a["keep_runs"], seeds=a["seeds"], workers=a["workers"])
-    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM here, or a row's training stopped by one (its message names the signal)
-        term = isinstance(e, Terminated) or "SIGTERM" in str(e)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM here, or a row's training stopped by one (`Stopped` names the signal)
+        term = isinstance(e, Terminated) or getattr(e, "signal", None) == "SIGTERM"
         print(f"at-variations: {'terminated (SIGTERM)' if term else 'interrupted'}{f': {e}' if str(e) else ''}; runs already in the CSV "
               "are kept; run again to continue (an unfinished run from its last checkpoint)", file=sys.stderr)
         code = 143 if term else 130

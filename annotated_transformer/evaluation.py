@@ -123,27 +123,28 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  progress: bool = False, # a progress bar on stderr for every decoding pass
                  save_chosen: str | Path | None = None, # also write the chosen checkpoint (or average) here
                  last: Checkpoint | None = None, # the run's newest checkpoint, when already read
+                 device: str = "cpu", # where the models decode ("cpu", "cuda", "cuda:N")
                 ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
     training, metrics = training_summary(run_dir), (run_dir / "metrics.jsonl").read_bytes()  # a run without its log fails now, not after decoding
     with writable_output(out):  # a full disk or a read-only place fails now, before any decoding, and leaves no directory behind
         return _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress, save_chosen,
-                             last, training, metrics)
+                             last, training, metrics, device)
 
 def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress, save_chosen, last,
-                  training, metrics) -> dict:
+                  training, metrics, device="cpu") -> dict:
     cands = checkpoint_candidates(run_dir, average, last)
     src_lang, lang = run_languages(cands["last"])
     selection = {}
     for name, ck in cands.items():
-        model, tok = load_translator(ck)
+        model, tok = load_translator(ck, device=device)
         r = score_corpus(model, tok, valid, select_beam, alpha, batch_size,
                          desc=progress and f"{valid.split}: {name} ({len(cands)} candidates), beam {select_beam}")
         selection[name] = dict(step=ck.step, n_averaged=len(ck.averaged or [None]), valid_bleu=r["bleu"],
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
     chosen = max(selection, key=lambda n: selection[n]["valid_bleu"])
-    model, tok = load_translator(cands[chosen])
+    model, tok = load_translator(cands[chosen], device=device)
     beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang, desc=progress and f"{test.split}: {chosen}, beam {k}")
                     for k in (beam_size, 1))
     last = cands["last"]

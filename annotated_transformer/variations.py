@@ -24,7 +24,8 @@ from .evaluation import score_corpus
 # %% auto #0
 __all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'RUN_KEYS', 'ROW_FILE', 'PaperRow',
            'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'train_row', 'read_table', 'run_grid', 'metrics_file', 'run_record', 'run_hardware']
+           'GridSettings', 'Stopped', 'train_row', 'read_table', 'run_grid', 'metrics_file', 'run_record',
+           'run_hardware']
 
 # %% ../nbs/15_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -166,7 +167,7 @@ class GridSettings:
     beam_size: int = 4  # dev BLEU decoding (1 = greedy)
     alpha: float = 0.6  # length penalty of dev decoding (§6.1: 0.6)
     seed: int = 0  # seeds data order and initialization
-    device: str = "cpu"  # "cpu", "cuda" or "auto"
+    device: str = "auto"  # "auto" (a CUDA GPU when there is one, else the CPU), "cpu", "cuda" or "cuda:N", as every command's --device
     precision: str = "auto"  # fp32 where bf16 is emulated or slower (a trial decides where it is native), as at-train
     n_train: int = 0  # first n training pairs (0: all)
     n_valid: int = 0  # first n dev pairs (0: all)
@@ -179,7 +180,7 @@ class GridSettings:
             v = getattr(self, name)
             if not math.isfinite(v) or v < 0 or (v == 0 and name == "lr_factor"): raise ValueError(f"{name}={v}: expected a finite number > 0")
         if self.device not in ("cpu", "cuda", "auto") and not self.device.startswith("cuda:"):
-            raise ValueError(f"device={self.device!r}: expected 'cpu', 'cuda' or 'auto'")
+            raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
         if self.precision not in ("auto", "fp32", "bf16", "fp16"): raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         for r in PAPER_TABLE3:  # every row must scale by this rule (the width divides every width of Table 3)
             try: scale_config(paper_config(r), self.width, self.depth)
@@ -190,6 +191,10 @@ class GridSettings:
     def warmup(self) -> int: return self.warmup_steps or max(1, self.steps // 4)
 
 # %% ../nbs/15_variations.ipynb #b5ec4fbe
+class Stopped(KeyboardInterrupt):
+    "A row or grid stopped by a signal: `signal` names it ('SIGINT', 'SIGTERM', or None for a worker stopped from outside)."
+    def __init__(self, message: str, signal: str | None): super().__init__(message); self.signal = signal
+
 def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Path) -> dict:
     "Train one row (continuing from a checkpoint `run_dir` holds, if any) and score it on the dev set; returns the CSV record."
     cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
@@ -209,7 +214,7 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
         out = dict(out, **trainer.evaluate(), loss=[r["loss"] for r in read_metrics(run_dir) if "loss" in r][-1])
     if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run
         # stopped before its first metrics record has no training time to read)
-        raise KeyboardInterrupt(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}")
+        raise Stopped(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}", out["stopped_by"])
     if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
     model = trainer.model.eval()
     bleu = score_corpus(model, data.tokenizer, data.valid, s.beam_size, s.alpha)
@@ -357,7 +362,7 @@ def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
     "Run `jobs` in up to `workers` spawned processes; the parent alone writes the CSV. A signal is passed on to every worker."
     ctx = mp.get_context("spawn")  # a fresh interpreter per run: no thread pool or signal handler inherited
     running, todo, stop = {}, list(jobs), []
-    def on_signal(signum, frame): stop.append(signal.Signals(signum).name)
+    def on_signal(signum, frame): stop.append(signal.Signals(signum).name)  # what `Stopped.signal` says
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while todo or running:
@@ -374,13 +379,13 @@ def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
                 for p, (name, seed, run_dir) in running.items():
                     p.join()
                     if p.exitcode == 0 and (run_dir / ROW_FILE).is_file(): record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
-                raise KeyboardInterrupt(f"{stop[0]}: {len(running)} unfinished run(s) saved their checkpoints")
+                raise Stopped(f"{stop[0] or 'a worker was stopped'}: {len(running)} unfinished run(s) saved their checkpoints", stop[0])
             mp_wait([p.sentinel for p in running], timeout=1.0)
             for p in [p for p in running if not p.is_alive()]:
                 name, seed, run_dir = running.pop(p); p.join()
                 if p.exitcode == 0 and (run_dir / ROW_FILE).is_file():
                     record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
-                elif p.exitcode == 130 or stop: stop.append("a worker was stopped")
+                elif p.exitcode == 130 or stop: stop.append(None)  # a worker was stopped from outside
                 else:
                     for q in running: os.kill(q.pid, signal.SIGTERM)
                     for q in running: q.join()

@@ -421,6 +421,7 @@ ROWS = [
 
     # ======== at-evaluate: the run directory and its checkpoints
     row("evaluate-run-missing", "at-evaluate", lambda c: ev(c, c.tmp / "norun"), X, "norun"),
+    row("evaluate-device-cuda-without-cuda", "at-evaluate", lambda c: ev(c, None, "--device", "cuda"), 2, "cuda", marks=no_cuda),
     row("evaluate-run-empty-directory", "at-evaluate", lambda c: ev(c, c.d("emptyrun")), X, "emptyrun"),
     row("evaluate-run-is-a-file", "at-evaluate", lambda c: ev(c, c.blocked("runfile")), X, "runfile"),
     row("evaluate-last-checkpoint-truncated", "at-evaluate",

@@ -8,6 +8,7 @@ import pytest
 import torch
 from annotated_transformer.model import make_model, count_parameters
 from annotated_transformer.runs import read_metrics
+from annotated_transformer import variations as V
 from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS, run_record, run_hardware
 
 REPO = Path(__file__).resolve().parents[1]
@@ -281,3 +282,24 @@ def test_a_row_stopped_while_scored_is_scored_again(shared_data, tmp_path, monke
         with pytest.raises(KeyboardInterrupt): V.train_row(ROWS["base"], data, s, tmp_path / "cut")
     again = V.train_row(ROWS["base"], data, s, tmp_path / "cut")
     for k in ("dev_ppl", "dev_nll", "dev_bleu", "final_train_loss", "steps", "params"): assert again[k] == whole[k], k
+
+
+def test_a_grid_stopped_by_sigterm_exits_143_by_its_signal_not_its_message(monkeypatch, tmp_path):
+    "at-variations reads which signal stopped a grid from `Stopped.signal`; it used to look for 'SIGTERM' in the message."
+    from annotated_transformer import cli
+    def stopped(*a, **k): raise V.Stopped("2 unfinished run(s) saved their checkpoints", "SIGTERM")
+    monkeypatch.setattr(cli, "run_grid", stopped)
+    assert cli.variations_main(["--rows", "base", "--out", str(tmp_path / "grid"), "--device", "cpu"]) == 143
+    def interrupted(*a, **k): raise V.Stopped("a worker was stopped: 1 unfinished run(s) saved their checkpoints", None)
+    monkeypatch.setattr(cli, "run_grid", interrupted)
+    assert cli.variations_main(["--rows", "base", "--out", str(tmp_path / "grid"), "--device", "cpu"]) == 130
+
+
+def test_device_has_one_default_everywhere():
+    "Every command's --device and every settings record default to 'auto' (a CUDA GPU when there is one, else the CPU)."
+    from annotated_transformer import cli
+    from annotated_transformer.config import TrainConfig
+    parsers = [cli.train_argparser("copy"), cli.translate_parser(), cli.evaluate_parser(), cli.parse_parser(),
+               cli.variations_parser(), cli.bench_parser()]
+    assert [p.get_default("device") for p in parsers] == ["auto"] * len(parsers)
+    assert TrainConfig().device == V.GridSettings().device == "auto"
