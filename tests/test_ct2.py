@@ -1,4 +1,4 @@
-"Export to CTranslate2 (34_ctranslate2): a failed export leaves nothing behind; checkpoints that are not translators are refused."
+"Export to CTranslate2 (32d_ctranslate2): a failed export leaves nothing behind; checkpoints that are not translators are refused."
 import pytest, torch
 from pathlib import Path
 ct2_mod = pytest.importorskip("ctranslate2")
