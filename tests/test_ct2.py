@@ -40,3 +40,14 @@ def test_a_checkpoint_without_tokenizer_is_refused(tmp_path):
     p = save_model(make_model(TransformerConfig.tiny(src_vocab_size=20, tgt_vocab_size=20)), tmp_path / "ids.pt")
     with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint"): ct2.export_ctranslate2(p, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_shipped_model_exports_and_translates_as_ours(tmp_path):
+    "export_ctranslate2 takes a shipped model's directory (pretrained/NAME) as it takes a checkpoint; CTranslate2 then translates as we do."
+    shipped = Path(__file__).resolve().parents[1] / "pretrained" / "multi30k-de-en"
+    if not (shipped / "config.json").is_file(): pytest.skip(f"{shipped}: not shipped here")
+    from annotated_transformer.shipped import pretrained
+    out = ct2.export_ctranslate2(shipped, tmp_path / "model")
+    lines = ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Fahrrad."]
+    translator, tok = ct2.load_ct2(out)
+    assert ct2.ct2_translate(translator, tok, lines, beam_size=1) == pretrained("multi30k-de-en").translate(lines, beam_size=1)

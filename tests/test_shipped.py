@@ -71,6 +71,36 @@ def test_help_lists_the_shipped_models(tiny_shipped):
     from annotated_transformer.cli import translate_parser
     assert "tiny-ab" in translate_parser().format_help()
 
+@pytest.fixture
+def tiny_chart(tmp_path, monkeypatch):
+    "A shipped chart parser with a tagger, `tiny-chart`, trained for a few steps on made-up trees, in `$AT_PRETRAINED_DIR`."
+    from annotated_transformer.chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_batch
+    from annotated_transformer.trees import parse_tree
+    trees = [parse_tree(t) for t in ["(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
+                                     "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (DT the) (NN dog))) (. .)))"]]
+    v = ChartVocab.from_trees(trees, min_count=1)
+    torch.manual_seed(0)
+    m = ChartParser(v.sized(ChartConfig(n_layers=1, d_model=32, n_heads=4, d_ff=64, d_label=16, dropout=0.0, loss="span", tag_loss=5.0)))
+    opt, obj, b = torch.optim.Adam(m.parameters(), 3e-3), ChartObjective(v, "span", 5.0), chart_batch(v, [t.words() for t in trees], trees)
+    for _ in range(60): opt.zero_grad(); obj.loss(m, b).backward(); opt.step()
+    write_shipped(make_checkpoint(m, tokenizer=v), tmp_path / "tiny-chart", provenance=dict(note="made by a test"))
+    monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path))
+    return tmp_path / "tiny-chart", trees
+
+def test_a_shipped_chart_parser_parses_by_name(tiny_chart, cli):
+    "pretrained() gives a ConstituencyParser whose trees name the tagger's preterminals; at-parse --model prints the same trees."
+    from annotated_transformer.cli import parse_main
+    d, trees = tiny_chart
+    assert shipped.shipped_names("at-parse") == ["tiny-chart"] and shipped.shipped_names("at-translate") == []
+    p = shipped.pretrained("tiny-chart")
+    assert isinstance(p, shipped.ConstituencyParser) and p.checkpoint.kind == "chart"
+    got = p.parse(["The dog slept .", "She saw the dog ."])
+    assert [t.words() for t in got] == [t.words() for t in trees]
+    assert [t.tags() for t in got] == [t.tags() for t in trees]  # the tagger's preterminals, not XX
+    r = cli(parse_main, "--model", "tiny-chart", stdin="The dog slept .\n")
+    assert r.returncode == 0 and r.stdout.strip() == str(got[0]), r.stderr
+    with pytest.raises(ValueError, match="holds no words"): p.parse(["The dog", "  "])
+
 # The real shipped models: only the repository's `pretrained/` directory, never a test's.
 REAL = sorted(p.name for p in SHIPPED.iterdir() if (p / "config.json").is_file()) if SHIPPED.is_dir() else []
 
@@ -87,6 +117,22 @@ def test_shipped_model_loads_and_translates_in_seconds(name, monkeypatch):
     m = shipped.pretrained(name)
     assert m.checkpoint.more["provenance"]["reproduces"]["value"] > 0
     if isinstance(m, shipped.Translator): assert m.translate(["Zwei Hunde spielen im Schnee." if name.endswith("de-en") else "Two dogs play in the snow."])[0]
+
+def _kind(name: str) -> str: return json.loads((SHIPPED / name / "config.json").read_text())["kind"]
+
+@pytest.mark.slow  # section 22 parsed once: seconds
+@pytest.mark.parametrize("name", [n for n in REAL if _kind(n) == "chart"])
+def test_shipped_parser_reproduces_its_dev_f1(name, shared_data, monkeypatch):
+    "Dev F1 on all of section 22 from the shipped files, within 0.1 of the row that tools/ship_models.py measured on the run's checkpoint."
+    from annotated_transformer.chart_choices import decoding_sums
+    from annotated_transformer.evalb import bracket_prf
+    from annotated_transformer.trees import ptb_trees
+    if not (shared_data / "ptb").is_dir(): pytest.skip(f"the WSJ treebank is not in {shared_data}")
+    monkeypatch.delenv("AT_PRETRAINED_DIR", raising=False)
+    p = shipped.pretrained(name)
+    row = json.loads((REPO / p.checkpoint.more["provenance"]["results"]).read_text())["row"]
+    m, g, t, _ = decoding_sums([p.model], p.vocab, ptb_trees("dev", shared_data), {"cky": lambda ss: ss[0]})["cky"].tolist()
+    assert abs(bracket_prf(m, g, t)["f1"] - row) <= 0.1, (bracket_prf(m, g, t)["f1"], row)
 
 @pytest.mark.slow  # test2016 with beam 4: about 20 s per model on one core
 @pytest.mark.parametrize("name", [n for n in REAL if n.startswith("multi30k")])
