@@ -46,9 +46,12 @@ def __dir__(): return sorted(list(globals()) + __all__)
 
 def _script(func: str, prog: str):
     "A console script's entry point: it imports the command line (and torch) itself, so that Ctrl-C during that import is one line and exit 130."
+    def load():  # the slow part, called by `start` once its signal handler is in place; by name, as every root name is
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.cli"), func)
     def main():
         from .console import start  # stdlib only: its handler is in place before torch starts loading
-        return start(func, prog)
+        return start(load, prog)
     main.__name__ = main.__qualname__ = func
     return main
 

@@ -8,8 +8,7 @@ import argparse, math, os, re, signal, sys, textwrap, threading
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'at_train', 'at_translate', 'at_evaluate', 'at_parse', 'at_variations',
-           'at_bench', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'check_output',
+__all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'check_output',
            'check_output_dir', 'as_option', 'device_name', 'add_device', 'pick_device', 'write_lines', 'blank_note',
            'no_sentences']
 
@@ -22,24 +21,16 @@ def _stop_at_once(prog: str):
         os._exit(143 if term else 130)  # nothing written yet to clean up, and no exception raised into a half-done import
     return handler
 
-def start(func: str, # the command's function in `cli`, e.g. "train_main"
+def start(load, # no arguments -> the command's main function; it does the slow imports (torch, the command line)
           prog: str, # the console script's name, e.g. "at-train"
          ) -> int:
     "A console script's entry point: Ctrl-C or SIGTERM while it imports torch is one line and 130 or 143; then `run_script` takes over."
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM): signal.signal(sig, _stop_at_once(prog))
-    try: from annotated_transformer import cli
+    try: main = load()
     except KeyboardInterrupt:  # raised inside the import by whatever caught the signal before this handler was in place
         print(f"{prog}: interrupted while starting", file=sys.stderr); return 130
-    return getattr(cli, func)()
-
-# %% ../nbs/30a_console.ipynb #93066e35
-def at_train(): return start("train_main", "at-train")
-def at_translate(): return start("translate_main", "at-translate")
-def at_evaluate(): return start("evaluate_main", "at-evaluate")
-def at_parse(): return start("parse_main", "at-parse")
-def at_variations(): return start("variations_main", "at-variations")
-def at_bench(): return start("bench_main", "at-bench")
+    return main()
 
 # %% ../nbs/30a_console.ipynb #b2d0c008
 class Terminated(KeyboardInterrupt):

@@ -182,7 +182,7 @@ def test_a_bad_device_is_one_line_and_exit_2(prog, device, capfd, tmp_path):
 
 # ---- Ctrl-C or SIGTERM while a console script starts (importing torch): one line, 130 or 143
 
-ENTRY = "annotated_transformer.console:at_train"  # what the installed `at-train` runs
+ENTRY = "annotated_transformer:at_train"  # what the installed `at-train` runs (settings.ini)
 STAGES = [  # (the first module whose `-X importtime` line has this name; the signal is sent when it is seen)
     lambda m: m.startswith("numpy"),  # deep inside numpy's import, itself inside `import torch`
     lambda m: m == "numpy",  # numpy done, torch still loading

@@ -27,11 +27,16 @@ FLOORS = {
 }
 
 def imports(path: pathlib.Path) -> set[str]:
-    out = set()
+    """The package modules a file imports, at its top or inside a function: `from .x import`, `from annotated_transformer.x import`,
+    and a module taken from the package itself (`from . import x`, `from annotated_transformer import x`: console once reached the
+    command line above it so, unseen)."""
+    out, names = set(), {p.stem for p in PKG.glob("*.py")}
     for n in ast.walk(ast.parse(path.read_text())):
-        if isinstance(n, ast.ImportFrom) and n.module:
-            if n.level == 1: out.add(n.module.split(".")[0])
-            elif n.module.startswith("annotated_transformer."): out.add(n.module.split(".")[1])
+        if not isinstance(n, ast.ImportFrom): continue
+        if n.level == 1 and n.module: out.add(n.module.split(".")[0])
+        elif n.level == 0 and n.module and n.module.startswith("annotated_transformer."): out.add(n.module.split(".")[1])
+        elif (n.level == 1 and not n.module) or (n.level == 0 and n.module == "annotated_transformer"):
+            out |= {a.name for a in n.names if a.name in names}
     return out
 
 def modules(): return sorted(p for p in PKG.glob("*.py") if p.stem not in ("__init__", "_modidx"))
