@@ -17,7 +17,8 @@ from .bench import BENCH_PRESETS
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
 from .inference import load_translator, translate, bleu_scores
 from .evaluation import evaluate_run, run_splits, evaluation_summary
-from .parser import load_parsers, parse, parse_gold, read_sentences, read_gold, max_words
+from .parser import load_parsers, parse_gold, read_sentences, read_gold
+from .kinds import kind_of_model
 from .launch import run_task
 from .variations import GridSettings, ROWS, run_grid
 from .table3 import write_summary
@@ -255,14 +256,15 @@ def _parse(argv: list[str]) -> int:
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
     model, vocab = load_parsers(a.checkpoint or [model_option(p, a.model)], device)
-    longest = max_words(model)
+    kind = kind_of_model(model, vocab)  # either parser: its kind decodes it and knows the longest sentence it takes
+    longest = kind.max_input(model)
     if a.gold:
-        r = parse_gold(model, vocab, read_gold(a.gold, longest), **kw)
+        r = parse_gold(model, vocab, read_gold(a.gold, longest), decode=kind.run, **kw)
         lines = [str(t) for t in r["trees"]]
     else:
         sents = read_sentences(a.input or "-", longest)
         idx = [i for i, s in enumerate(sents) if s]  # a blank line is not parsed: it gets a blank output line (BLANK_LINES)
-        res = parse(model, vocab, [sents[i] for i in idx], **kw) if idx else []
+        res = kind.run(model, vocab, [sents[i] for i in idx], **kw) if idx else []
         lines, n_repaired = [""] * len(sents), sum(bool(r) for _, r in res)
         for i, (t, _) in zip(idx, res): lines[i] = str(t)
     write_lines(a.output, lines)

@@ -11,12 +11,13 @@ import torch.nn as nn
 from .config import TransformerConfig
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
-from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective
+from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_parse
 from .data import SubwordTokenizer
 from .loss import SequenceObjective
 
 # %% auto #0
-__all__ = ['KINDS', 'TRANSFORMER', 'RNN', 'SEQ2SEQ_PARSER', 'CHART', 'ModelKind', 'register', 'kind_named', 'kind_of']
+__all__ = ['KINDS', 'TRANSLATE', 'TRANSFORMER', 'RNN', 'SEQ2SEQ_PARSER', 'CHART', 'ModelKind', 'register', 'kind_named',
+           'kind_of', 'kind_of_model']
 
 # %% ../nbs/23a_model_kinds.ipynb #0752e5b1
 def _is_a(obj, cls: type, exact: bool = False) -> bool:
@@ -41,6 +42,11 @@ class ModelKind:
     command: str = ""  # the command that serves it ("at-translate", "at-parse"; "" none)
     tokenizer: type | str | None = None  # its tokenizer's class (with `from_state_dict`); None: token ids only
     objective: Callable | str = SequenceObjective.from_config  # (model_config, tokenizer) -> what the trainer minimises (default: the §5.4 loss)
+    label: str = ""  # what a reader calls it, in messages ("" = its name)
+    decode: Callable | str | None = None  # (model, tokenizer, inputs, **options) -> its outputs: translations, or (tree, repairs) pairs
+    longest: Callable | str | None = None  # model -> the longest input, in words, it takes (None: no limit of its own)
+    check: Callable | str | None = None  # (config, tokenizer) -> None, a `ValueError` where their sizes disagree (None: no check)
+    ensemble: bool = False  # whether several models of this kind decode together (a list of them, with one tokenizer)
 
     def restore_tokenizer(self, state: dict | None):
         "The tokenizer a checkpoint stored, or None where it stored none."
@@ -53,6 +59,21 @@ class ModelKind:
     def make_objective(self, model_config, tokenizer):
         "The trainer's objective for a model of this kind, config and tokenizer (`SequenceObjective` unless the kind names its own)."
         return _resolve(self.objective)(model_config, tokenizer)
+
+    def run(self, model, tokenizer, inputs: list, **options) -> list:
+        "Decode `inputs` with a model of this kind (an ensemble: a list of them): what the command that serves it prints."
+        if self.decode is None: raise TypeError(f"a {self.label or self.name} model has no decoding registered")
+        return _resolve(self.decode)(model, tokenizer, inputs, **options)
+
+    def max_input(self, model) -> int | None:
+        "The longest input, in words, this model (an ensemble: its shortest member) takes; None: no limit of its own."
+        if self.longest is None: return None
+        models = model if isinstance(model, (list, tuple)) else [model]
+        return min(_resolve(self.longest)(m) for m in models)
+
+    def check_tokenizer(self, config, tokenizer):
+        "Refuse a tokenizer whose sizes are not the model's: a `ValueError` saying which (nothing to check: no error)."
+        if self.check is not None and tokenizer is not None: _resolve(self.check)(config, tokenizer)
 
 # %% ../nbs/23a_model_kinds.ipynb #74a72742
 KINDS: dict[str, ModelKind] = {}
@@ -78,14 +99,36 @@ def kind_of(cfg, # a model's config
     raise TypeError(f"no registered model kind has the config {type(cfg).__name__}" + (f" and a {type(tokenizer).__name__}" if tokenizer is not None else "")
                     + f"; known: {', '.join(KINDS)}")
 
+def kind_of_model(model, # a built model, or an ensemble (a list of models of one kind)
+                  tokenizer=None) -> ModelKind:
+    "The kind of a built model (an ensemble: of its first member), from its config (`model.cfg`) and tokenizer."
+    first = model[0] if isinstance(model, (list, tuple)) and model else model
+    return kind_of(first.cfg, tokenizer)
+
 # %% ../nbs/23a_model_kinds.ipynb #e950d6c9
 def _chart_objective(model_config: ChartConfig, tokenizer: ChartVocab) -> ChartObjective:
     return ChartObjective(tokenizer, model_config.loss, model_config.tag_loss)
 
+def _chart_decode(model, vocab: ChartVocab, sentences: list[list[str]], batch_size: int = 64, **beam_options) -> list:
+    "`chart_parse` as a parser's decoding: (tree, repairs) pairs, never repaired (CKY always builds a tree); beam options do not apply."
+    return [(t, []) for t in chart_parse(model, vocab, sentences, batch_size=batch_size)]
+
+def _chart_longest(model: ChartParser) -> int: return model.cfg.max_len - 2  # its positions, less BOS and EOS
+
+def _check_chart_vocab(cfg: ChartConfig, vocab: ChartVocab):
+    if [cfg.n_words, cfg.n_chars, cfg.n_labels, cfg.n_tags if cfg.tag_loss else 0] != [
+            len(vocab.words), len(vocab.chars), len(vocab.labels), len(vocab.tags) if cfg.tag_loss else 0]:
+        raise ValueError("its vocabulary does not match the model's sizes")
+
+TRANSLATE = "annotated_transformer.inference:translate"
 TRANSFORMER = register(ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
-                                 tokenizer=SubwordTokenizer))
-RNN = register(ModelKind("rnn", RNNConfig, make_rnn, reads="text", command="at-translate", tokenizer=SubwordTokenizer))
+                                 tokenizer=SubwordTokenizer, label="Transformer translator", decode=TRANSLATE))
+RNN = register(ModelKind("rnn", RNNConfig, make_rnn, reads="text", command="at-translate", tokenizer=SubwordTokenizer,
+                         label="recurrent translator", decode=TRANSLATE))
 SEQ2SEQ_PARSER = register(ModelKind("seq2seq-parser", TransformerConfig, make_model, reads="words", command="at-parse",
-                                    tokenizer="annotated_transformer.parser:ParsingVocab"))
-CHART = register(ModelKind("chart", ChartConfig, ChartParser, reads="words", command="at-parse",
-                           tokenizer=ChartVocab, objective=_chart_objective))
+                                    tokenizer="annotated_transformer.parser:ParsingVocab", label="sequence-to-sequence parser",
+                                    decode="annotated_transformer.parser:parse", longest="annotated_transformer.parser:max_words",
+                                    check="annotated_transformer.parser:check_parsing_vocab"))
+CHART = register(ModelKind("chart", ChartConfig, ChartParser, reads="words", command="at-parse", tokenizer=ChartVocab,
+                           objective=_chart_objective, label="chart parser", decode=_chart_decode, longest=_chart_longest,
+                           check=_check_chart_vocab, ensemble=True))

@@ -21,12 +21,11 @@ from dataclasses import replace
 from .config import TransformerConfig, TrainConfig
 from .batching import make_loader
 from .tasks import DataSpec, TaskData
-from .chart import ChartVocab, ChartParser, chart_parse
 
 # %% auto #0
 __all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'parser_of',
-           'load_parsers', 'max_words', 'parse_gold', 'read_sentences', 'read_gold', 'evaluate_parsing_run',
-           'evaluate_decoding']
+           'load_parsers', 'check_parsing_vocab', 'max_words', 'parse_gold', 'read_sentences', 'read_gold',
+           'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/19_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -145,9 +144,7 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
           batch_size: int = 32, # sentences per batch (each decodes beam_size rows)
           constrained: bool = True, # decode under `TreeConstraint` (False: any token sequence, repaired afterwards)
          ) -> list[tuple[Tree, list[str]]]: # per sentence, the (repaired) tree and the repairs made
-    "Parse tokenized sentences: encode the words, decode a linearization, rebuild (and repair) the tree; a chart parser by CKY."
-    if isinstance(model, (ChartParser, list, tuple)):  # a chart parser, or an ensemble of them (`load_parsers`)
-        return [(t, []) for t in chart_parse(model, vocab, sentences, batch_size=batch_size)]
+    "Parse tokenized sentences: encode the words, decode a linearization, rebuild (and repair) the tree."
     model.eval()
     dev, cfg = next(model.parameters()).device, model.cfg
     srcs = [vocab.encode_src(s)[: cfg.max_len - 1] + [vocab.eos_id] for s in sentences]
@@ -166,48 +163,50 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
     return out
 
 # %% ../nbs/19_parser.ipynb #dabecaee
-def load_parser(path: str | Path, device: str = "cpu") -> tuple[Transformer | ChartParser, ParsingVocab | ChartVocab]:
+def load_parser(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, object]:
     "The model (eval mode) and vocabulary of either parser's checkpoint (a file or a run directory)."
     return parser_of(load_checkpoint(path), device)
 
-def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[Transformer | ChartParser, ParsingVocab | ChartVocab]:
-    "The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other."
+def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[torch.nn.Module, object]:
+    "The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other by its kind."
     ck.served_by("at-parse")
-    try: vocab, cfg = ck.restore_tokenizer(), ck.config
+    try:
+        vocab, cfg = ck.restore_tokenizer(), ck.config
+        ck.model_kind.check_tokenizer(cfg, vocab)
     except ValueError as e: raise CheckpointError(f"{ck.where}: {e}") from None
-    if ck.kind == "chart":  # the chart parser of 20_chart_parser
-        if [cfg.n_words, cfg.n_chars, cfg.n_labels, cfg.n_tags if cfg.tag_loss else 0] != [
-                len(vocab.words), len(vocab.chars), len(vocab.labels), len(vocab.tags) if cfg.tag_loss else 0]:
-            raise CheckpointError(f"{ck.where}: its vocabulary does not match the model's sizes")
-    elif (cfg.src_vocab_size, cfg.tgt_vocab_size) != (vocab.src_vocab_size, vocab.tgt_vocab_size):
-        raise CheckpointError(f"{ck.where}: vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
-                              f"model's {cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
     return ck.build(device), vocab
 
-def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[Transformer | ChartParser | list[ChartParser], ParsingVocab | ChartVocab]:
-    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble of chart parsers (a list, which `parse` and
-    `chart_parse` take) with their one vocabulary: each must be a chart parser trained on the same trees with the same word features."""
+def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[torch.nn.Module | list[torch.nn.Module], object]:
+    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble (a list, which its kind decodes together) with their
+    one vocabulary: each must be of a kind that ensembles (the chart parser), trained on the same trees with the same word features."""
     if not paths: raise ValueError("paths: expected one or more checkpoints")
     cks = [load_checkpoint(p) for p in paths]
     loaded = [parser_of(ck, device) for ck in cks]
     if len(loaded) == 1: return loaded[0]
     for p, ck, (m, v) in zip(paths, cks, loaded):
-        if ck.kind != "chart": raise CheckpointError(f"{p}: a sequence-to-sequence parser; an ensemble takes chart parsers (at-train ptb-chart)")
+        if not ck.model_kind.ensemble: raise CheckpointError(f"{p}: a {ck.model_kind.label}; an ensemble takes chart parsers (at-train ptb-chart)")
         if v.state_dict() != loaded[0][1].state_dict():
             raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be trained on the same trees with the same word features")
     return [m for m, _ in loaded], loaded[0][1]
 
 # %% ../nbs/19_parser.ipynb #35457564
-def max_words(model) -> int:
-    "The longest sentence a parser (or an ensemble, its shortest member) takes: the chart parser's positions minus BOS and EOS; the sequence-to-sequence parser's shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
-    if isinstance(model, (list, tuple)): return min(max_words(m) for m in model)
-    return model.cfg.max_len - 2 if isinstance(model, ChartParser) else (model.cfg.max_len - 1) - 3
+def check_parsing_vocab(cfg: TransformerConfig, vocab: ParsingVocab):
+    "Refuse a vocabulary whose sizes are not the model's (a `ValueError` naming both)."
+    if (cfg.src_vocab_size, cfg.tgt_vocab_size) != (vocab.src_vocab_size, vocab.tgt_vocab_size):
+        raise ValueError(f"vocabulary sizes {vocab.src_vocab_size}/{vocab.tgt_vocab_size} do not match the "
+                         f"model's {cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
+
+def max_words(model: Transformer) -> int:
+    "The longest sentence the sequence-to-sequence parser takes: its shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
+    return (model.cfg.max_len - 1) - 3
 
 # %% ../nbs/19_parser.ipynb #19040c93
-def parse_gold(model, vocab, golds: list[Tree], **kw) -> dict:
+def parse_gold(model, vocab, golds: list[Tree],
+               decode=None, # (model, vocab, sentences, **kw) -> (tree, repairs) pairs; None: `parse`
+               **kw) -> dict:
     "Parse the words of gold trees and score them with `evalb` (gold POS tags put on the XX preterminals)."
     t0 = time.perf_counter()
-    res = parse(model, vocab, [g.words() for g in golds], **kw)
+    res = (decode or parse)(model, vocab, [g.words() for g in golds], **kw)
     seconds = time.perf_counter() - t0
     trees = [with_tags(t, g) for (t, _), g in zip(res, golds)]
     n_repaired, counts = sum(bool(r) for _, r in res), Counter()
@@ -255,8 +254,9 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
     golds = recipe_trees(recipe, split, data_dir)
     golds = golds[:n_greedy] if n_greedy else golds
     sub = golds[:n_beam] if n_beam else golds
-    greedy = parse_gold(model, vocab, golds, beam_size=1, max_len_b=max_len_b, batch_size=batch_size)
-    beam = parse_gold(model, vocab, sub, beam_size=beam_size, alpha=alpha, max_len_b=max_len_b, batch_size=batch_size)
+    run = ck.model_kind.run  # the decoding of the parser it holds
+    greedy = parse_gold(model, vocab, golds, run, beam_size=1, max_len_b=max_len_b, batch_size=batch_size)
+    beam = parse_gold(model, vocab, sub, run, beam_size=beam_size, alpha=alpha, max_len_b=max_len_b, batch_size=batch_size)
     greedy_sub = evalb(sub, [with_tags(t, g) for t, g in zip(greedy["trees"][:len(sub)], sub)])
     out.mkdir(parents=True, exist_ok=True)
     trees_dir = run_dir / "eval"  # predicted trees hold the treebank's words (LDC): they stay beside the checkpoints
@@ -289,12 +289,13 @@ def evaluate_decoding(checkpoint: str | Path, # parser checkpoint (file or run d
     out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)
     res = json.loads(out.read_text()) if out.is_file() else {}
     if res.get("checkpoint") != str(checkpoint): res = dict(checkpoint=str(checkpoint), source=source, runs=[])
-    model, vocab = load_parser(checkpoint)
+    ck = load_checkpoint(checkpoint)
+    model, vocab = parser_of(ck)
     trees = {}  # name -> predicted trees of this process's settings (for same-subset comparisons)
     for s in settings:
         if any(r["name"] == s["name"] for r in res["runs"]): continue
         sub = golds[: s.get("n") or len(golds)]
-        r = parse_gold(model, vocab, sub, beam_size=s["beam_size"], alpha=s.get("alpha", 0.3),
+        r = parse_gold(model, vocab, sub, ck.model_kind.run, beam_size=s["beam_size"], alpha=s.get("alpha", 0.3),
                        constrained=s.get("constrained", True), batch_size=batch_size)
         trees[s["name"]] = r["trees"]
         same = {k: evalb(sub, [with_tags(t, g) for t, g in zip(v[: len(sub)], sub)])["all"]["f1"]

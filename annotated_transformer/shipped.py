@@ -10,7 +10,7 @@ from pathlib import Path
 import torch.nn as nn
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, shipped_kind
 from .inference import load_translator, translate, attention_record
-from .parser import parser_of, parse
+from .parser import parser_of
 from .trees import Tree
 
 # %% auto #0
@@ -66,7 +66,7 @@ class ConstituencyParser:
         "One tree per line; a line is a tokenized sentence (words separated by spaces)."
         lines = [lines] if isinstance(lines, str) else list(lines)
         if any(not l.split() for l in lines): raise ValueError("lines: a line holds no words; expected one tokenized sentence per line")
-        return [t for t, _ in parse(self.model, self.vocab, [l.split() for l in lines])]
+        return [t for t, _ in self.checkpoint.model_kind.run(self.model, self.vocab, [l.split() for l in lines])]
 
 # %% ../nbs/38_shipped_models.ipynb #b216fd81
 def pretrained(name: str, # a shipped model's name (`shipped_names()`)

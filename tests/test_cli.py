@@ -158,12 +158,12 @@ def test_help_describes_every_option_and_shows_its_default(prog, cli):
     assert not problems, "\n".join(problems)
 
 DEVICE_ARGS = {"at-train": ["copy"], "at-translate": ["--checkpoint", "CK"], "at-parse": ["--checkpoint", "CK"],
-               "at-variations": ["--out", "OUT"], "at-bench": []}
+               "at-variations": ["--out", "OUT"], "at-bench": [], "at-evaluate": ["RUN", "--test", "test", "--out", "OUT"]}
 
 def test_device_has_one_meaning_and_one_default():
     "`--device` is one option in every script that has one: auto (the default), cpu, cuda or cuda:N."
     have = {prog for prog, (_, make) in COMMANDS.items() if any("--device" in a.option_strings for a in make()._actions)}
-    assert have == set(DEVICE_ARGS)  # at-evaluate decodes where evaluate_run does: it has no --device
+    assert have == set(DEVICE_ARGS)  # every script that runs a model, at-evaluate too (evaluate_run decodes on its device)
     for prog in have:
         a = next(a for a in COMMANDS[prog][1]()._actions if "--device" in a.option_strings)
         assert (a.default, a.type, a.help) == ("auto", device_name, DEVICE_HELP), prog
@@ -174,7 +174,7 @@ def test_device_has_one_meaning_and_one_default():
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:99"])
 def test_a_bad_device_is_one_line_and_exit_2(prog, device, capfd, tmp_path):
     if device == "cuda:99" and torch.cuda.device_count() > 99: pytest.skip("a machine with 100 GPUs")
-    args = [str(tmp_path / a) if a in ("CK", "OUT") else a for a in DEVICE_ARGS[prog]]
+    args = [str(tmp_path / a) if a in ("CK", "OUT", "RUN") else a for a in DEVICE_ARGS[prog]]
     rc, out, err, problems = run_entry(COMMANDS[prog][0], [*args, "--device", device], capfd)
     lines = err.strip().splitlines()
     assert rc == 2 and not problems and len(lines) == 1 and lines[0].startswith(f"{prog}: error: ") and "--device" in lines[0], err

@@ -144,7 +144,6 @@ BOOK_FORWARD = {
     ("parser", "runs"): "the parsing results record training time and hardware",
     ("parser", "config"): "the sequence-to-sequence parser is a TransformerConfig",
     ("parser", "tasks"): "the parsing data builder returns the tasks' TaskData",
-    ("parser", "chart"): "at-parse serves both parsers, and the chart parser's page (20) follows the paper's (19)",
 }
 
 def notebook_of_module() -> dict[str, str]:
@@ -163,3 +162,23 @@ def test_a_module_imports_only_modules_of_earlier_notebooks_but_the_listed():
     forward = {(p.stem, d) for p in modules() for d in imports(p) if d in nb and place[nb[d]] > place[nb[p.stem]]}
     assert forward - set(BOOK_FORWARD) == set(), f"imports of a later notebook's module: {sorted(forward - set(BOOK_FORWARD))}"
     assert set(BOOK_FORWARD) - forward == set(), f"listed but gone (remove them from BOOK_FORWARD): {sorted(set(BOOK_FORWARD) - forward)}"
+
+
+# Which kind of model a checkpoint or a built model holds is the registry's to say (kinds.py, issue 63): no other module tests a
+# model's or a vocabulary's class, or compares a kind's name, to choose what to do. Each class may be checked in its own module.
+MODEL_CLASSES = {"ChartParser": "chart", "ChartVocab": "chart", "ParsingVocab": "parser", "RNNSeq2Seq": "rnn", "ChartConfig": "chart", "RNNConfig": "rnn"}
+KIND_NAMES = {"transformer", "rnn", "seq2seq-parser", "chart"}
+
+def test_model_kinds_are_asked_not_sniffed():
+    bad = []
+    for p in modules():
+        if p.stem == "kinds": continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance" and len(n.args) == 2:
+                names = {x.id for x in ast.walk(n.args[1]) if isinstance(x, ast.Name)}
+                bad += [f"{p.stem}.py line {n.lineno}: isinstance(..., {c})" for c in names if MODEL_CLASSES.get(c, p.stem) != p.stem]
+            if isinstance(n, ast.Compare) and isinstance(n.left, ast.Attribute) and n.left.attr in ("kind", "name"):
+                on_task = isinstance(n.left.value, ast.Subscript) and ast.unparse(n.left.value).startswith("TASKS[")  # a task's data builder
+                lits = {c.value for c in n.comparators if isinstance(c, ast.Constant)}
+                if lits & KIND_NAMES and not on_task: bad.append(f"{p.stem}.py line {n.lineno}: {ast.unparse(n)}")
+    assert not bad, bad

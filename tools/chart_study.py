@@ -25,7 +25,8 @@ no gold trees here: nothing is tuned or chosen on it.
 import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
-from annotated_transformer.parser import evaluate_decoding, load_parser, load_parsers, parse, parse_gold, read_sentences, max_words
+from annotated_transformer.parser import evaluate_decoding, load_parser, load_parsers, parse_gold, read_sentences
+from annotated_transformer.kinds import kind_of_model
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
 from annotated_transformer.checkpoint import CheckpointError, load_checkpoint
@@ -36,6 +37,12 @@ DATA = Path("../shared/data")
 OUT = Path("results/ptb-chart")
 TREES = Path("runs/ptb-chart-eval")
 SEQ2SEQ = Path("../shared/models/ptb-small-h100/checkpoint.pt")  # the paper's method, trained on a GPU (its MANIFEST.md)
+def parse(model, vocab, sentences, **kw):
+    "Either parser's (tree, repairs) pairs, as its model kind decodes them (at-parse does the same)."
+    return kind_of_model(model, vocab).run(model, vocab, sentences, **kw)
+
+def max_words(model, vocab) -> int: return kind_of_model(model, vocab).max_input(model)
+
 SEQ2SEQ_SOURCE = ("../shared/models/ptb-small-h100: ptb-small trained on one H100 by the project's code at 5da1a12 "
                   "(step 6244, 470 s); not a CPU run")
 SEQ2SEQ_TREES = Path("runs/ptb-shared-eval")  # where tools/parsing_study.py dev writes its dev trees
@@ -126,7 +133,7 @@ def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
         ck = Path(run) / (f"averaged_last{n}.pt" if n else "best.pt")
         steps = [load_checkpoint(p).step for p in list_checkpoints(run)[-n:]] if n else [load_checkpoint(ck).step]
         model, vocab = load_parser(ck)
-        r = parse_gold(model, vocab, golds, beam_size=1, batch_size=64)
+        r = parse_gold(model, vocab, golds, decode=parse, beam_size=1, batch_size=64)
         rows.append(dict(checkpoint=str(ck), averaged=n, steps=steps, seconds=round(r["seconds"], 1),
                          **{k: r["scores"]["all"][k] for k in ("f1", "precision", "recall", "exact", "sentences")}))
         print(rows[-1], flush=True)
@@ -149,7 +156,7 @@ def fit(run: str, n: int = 1700, seed: int = 0):
     for name, golds in (("train", train), ("dev", ptb_trees("dev", DATA))):
         with torch.no_grad():
             loss = sum(float(objective.loss(model, b)) for b in chart_loader(vocab, golds, 1500, shuffle=False))
-        f1 = parse_gold(model, vocab, golds, beam_size=1, batch_size=64)["scores"]["all"]["f1"]
+        f1 = parse_gold(model, vocab, golds, decode=parse, beam_size=1, batch_size=64)["scores"]["all"]["f1"]
         entry[name] = dict(sentences=len(golds), f1=f1, loss_per_sentence=loss / len(golds))
         print(name, entry[name], flush=True)
     old = json.loads((OUT / "fit.json").read_text())["rows"] if (OUT / "fit.json").is_file() else []
@@ -206,7 +213,7 @@ def test23(run: str, out_name: str = "test23.json"):
     "The blind parse of section 23's words, in order, with the chosen checkpoint: NAME.pred.txt beside its record NAME.json."
     ck = _best(run)
     model, vocab = load_parser(ck)
-    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(model))
+    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(model, vocab))
     t0 = time.perf_counter(); trees = [t for t, _ in parse(model, vocab, sents, batch_size=64)]; dt = time.perf_counter() - t0
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
     pred = _pred_name(out_name)
@@ -226,7 +233,7 @@ def test23_ensemble(*runs: str, out_name: str = "test23-ensemble.json"):
     NAME.pred.txt and NAME.json (test23-ensemble by default). `at-parse --checkpoint RUN RUN ...` parses the same way."""
     from annotated_transformer.chart import chart_parse
     models, vocab = _load_same_vocab("test23-ensemble", runs)
-    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(models))
+    sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(models, vocab))
     t0 = time.perf_counter()
     trees = chart_parse(models, vocab, sents)
     dt = time.perf_counter() - t0
