@@ -9,11 +9,11 @@ This file is written by hand: `nbdev_export` only rewrites its `__version__` lin
 __version__ = "0.1.0"
 
 _EXPORTS = {  # module -> the names it gives the package root (never a name that is also a module)
-    "config": ["TransformerConfig", "TrainConfig"],
+    "config": ["TrainConfig"],
     "attention": ["causal_mask", "padding_mask", "MultiHeadAttention"],
     "layers": ["PositionwiseFeedForward", "EncoderLayer", "DecoderLayer"],
     "embeddings": ["Embeddings", "PositionalEncoding"],
-    "model": ["Encoder", "Decoder", "Transformer", "make_model", "count_parameters"],
+    "model": ["TransformerConfig", "Encoder", "Decoder", "Transformer", "make_model", "count_parameters"],
     "data": ["SubwordTokenizer", "load_recipe", "download_multi30k", "default_data_dir", "copy_task_pairs", "encode_pairs"],
     "batching": ["Batch", "collate", "make_loader"],
     "optim": ["noam_lr", "make_optimizer", "make_scheduler"],
@@ -27,7 +27,8 @@ _EXPORTS = {  # module -> the names it gives the package root (never a name that
     "train": ["Trainer"],
     "tasks": ["TASKS", "task_preset", "DataSpec"],
     "trees": ["Tree", "parse_tree", "linearize"],
-    "parser": ["load_parser", "parse"],
+    "parser": ["parse"],
+    "parsing_runs": ["load_parser"],
     "shipped": ["pretrained", "shipped_names"],
     "rnn": ["RNNConfig", "make_rnn"],
 }

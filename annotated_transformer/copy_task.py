@@ -7,8 +7,7 @@ from __future__ import annotations
 import time
 import torch
 from torch import Tensor
-from .config import TransformerConfig
-from .model import Transformer, make_model
+from .model import TransformerConfig, Transformer, make_model
 from .optim import make_optimizer, make_scheduler
 from .loss import LabelSmoothingLoss
 from .data import copy_task_pairs

@@ -4,14 +4,15 @@
 
 # %% ../nbs/04_model.ipynb #fc626b7a
 from __future__ import annotations
+import functools, types, typing
+from dataclasses import dataclass, fields
 import torch.nn as nn
 from torch import Tensor
-from .config import TransformerConfig
 from .layers import EncoderLayer, DecoderLayer
 from .embeddings import Embeddings, PositionalEncoding, LearnedPositionalEmbedding, tie_weights
 
 # %% auto #0
-__all__ = ['Encoder', 'Decoder', 'Transformer', 'make_model', 'count_parameters']
+__all__ = ['Encoder', 'Decoder', 'Transformer', 'TransformerConfig', 'check_types', 'make_model', 'count_parameters']
 
 # %% ../nbs/04_model.ipynb #98c1dd97
 class Encoder(nn.Module):
@@ -91,6 +92,87 @@ class Transformer(nn.Module):
     def init_cache(self) -> list:
         "An empty key/value cache: one {'self': {}, 'cross': {}} per decoder layer."
         return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
+
+# %% ../nbs/04_model.ipynb #b3db6dda
+@dataclass
+class TransformerConfig:
+    "Hyperparameters of a Transformer; defaults are the paper's base model (Table 3)."
+    src_vocab_size: int = 37000  # source vocabulary V (the paper shares ~37000 BPE tokens for en-de)
+    tgt_vocab_size: int = 37000  # target vocabulary V
+    d_model: int = 512  # model width D
+    d_ff: int = 2048  # inner width F of the position-wise feed-forward network
+    n_heads: int = 8  # attention heads H
+    n_layers: int = 6  # N, layers in each of the encoder and decoder
+    d_k: int | None = None  # per-head key/value size Dh; None means d_model // n_heads
+    dropout: float = 0.1  # P_drop, on sub-layer outputs and on embeddings + positions
+    label_smoothing: float = 0.1  # epsilon_ls, used by the loss (read by the trainer)
+    max_len: int = 512  # longest sequence the positional table covers
+    positional: str = "sinusoidal"  # "sinusoidal" (the paper) or "learned" (Table 3 row E)
+    norm_first: bool = False  # False: post-norm LayerNorm(x + Sublayer(x)) as in the paper
+    tie_embeddings: bool = True  # share source/target embeddings and the pre-softmax projection (§3.4)
+    pad_idx: int = 0  # padding token id
+    bos_idx: int = 1  # beginning-of-sentence token id (first decoder input)
+    eos_idx: int = 2  # end-of-sentence token id
+
+    def __post_init__(self):
+        check_types(self)
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "d_ff", "n_heads", "n_layers", "max_len"):
+            if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
+        if self.d_k is not None and self.d_k < 1: raise ValueError(f"d_k={self.d_k}: expected a positive integer or None")
+        for name in ("dropout", "label_smoothing"):
+            v = getattr(self, name)
+            if not 0 <= v < 1: raise ValueError(f"{name}={v}: expected a number in [0, 1)")
+        if self.d_model % self.n_heads != 0 and self.d_k is None:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                             "choose them so that d_model % n_heads == 0, or set d_k explicitly")
+        if self.positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional={self.positional!r}: expected 'sinusoidal' or 'learned'")
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(f"tie_embeddings=True needs one shared vocabulary, got src_vocab_size="
+                             f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+
+    @property
+    def head_dim(self) -> int:
+        "Per-head size Dh (the paper's d_k = d_v)."
+        return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+
+    @classmethod
+    def base(cls, **kw):
+        "Table 3, row 'base': N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1, eps_ls=0.1 (65M parameters)."
+        return cls(**kw)
+
+    @classmethod
+    def big(cls, **kw):
+        "Table 3, row 'big': N=6, d_model=1024, d_ff=4096, h=16, P_drop=0.3 (213M parameters)."
+        return cls(**{**dict(d_model=1024, d_ff=4096, n_heads=16, dropout=0.3), **kw})
+
+    @classmethod
+    def tiny(cls, **kw):
+        "Ours: 2 layers, d_model=64; trains in seconds on a CPU (tests, tutorials, the copy task)."
+        return cls(**{**dict(src_vocab_size=16, tgt_vocab_size=16, d_model=64, d_ff=128, n_heads=4,
+                             n_layers=2, dropout=0.0, label_smoothing=0.0, max_len=64), **kw})
+
+# %% ../nbs/04_model.ipynb #bf902ac9
+def _fits(v, tp) -> bool:
+    "Whether `v` has the annotated type `tp` (an int passes for a float; a bool is not an int)."
+    if typing.get_origin(tp) in (typing.Union, types.UnionType): return any(_fits(v, a) for a in typing.get_args(tp))
+    if tp is tuple or typing.get_origin(tp) is tuple:  # a list is taken for a tuple
+        return isinstance(v, (tuple, list)) and all(_fits(x, a) for x, a in zip(v, typing.get_args(tp) or [object] * len(v)))
+    if tp is type(None): return v is None
+    if tp is float: return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if tp is int: return isinstance(v, int) and not isinstance(v, bool)
+    return tp is object or (isinstance(v, tp) if isinstance(tp, type) else True)
+
+@functools.cache
+def _hints(cls) -> dict: return typing.get_type_hints(cls)
+
+def check_types(cfg):
+    "A `TypeError` naming the field, for a config value of the wrong type (`d_model='512'`, `n_heads=4.0`)."
+    for f in fields(cfg):
+        tp, v = _hints(type(cfg))[f.name], getattr(cfg, f.name)
+        if not _fits(v, tp):
+            want = str(tp).replace("typing.", "").replace("<class '", "").replace("'>", "")
+            raise TypeError(f"{f.name}={v!r}: expected {want}, got {type(v).__name__}")
 
 # %% ../nbs/04_model.ipynb #d30ec41a
 def make_model(cfg: TransformerConfig) -> Transformer:
