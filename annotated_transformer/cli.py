@@ -15,12 +15,14 @@ from .checkpoint import CheckpointError, list_checkpoints, check_writable, load_
 from .shipped import shipped_dir, shipped_names, shipped_path
 from .bench import BENCH_PRESETS
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
-from .inference import load_translator, translate, bleu_scores
-from .evaluation import evaluate_run, run_splits, evaluation_summary
-from .parser import load_parsers, parse_gold, read_sentences, read_gold
+from .inference import translate, bleu_scores
+from .evaluation import load_translator, evaluate_run, run_splits, evaluation_summary
+from .parser import parse_gold
+from .parsing_runs import load_parsers, read_sentences, read_gold
 from .kinds import kind_of_model
 from .launch import run_task
-from .variations import GridSettings, ROWS, run_grid
+from .variations import ROWS
+from .grid import GridSettings, run_grid
 from .table3 import write_summary
 from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
 from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device, number, check_output,
@@ -76,7 +78,7 @@ def train_argparser(task: str = "copy", # whose preset gives the defaults
     if find: parser.add_argument("task", nargs="?")
     else: parser.add_argument("task", choices=list(TASKS), metavar="TASK", help="one of the tasks above")
     seen = set()
-    for obj in (*task_preset(task), *([ModelSpec()] if TASKS[task].kind != "chart" else [])): _add_fields(parser, obj, seen)
+    for obj in (*task_preset(task), *([ModelSpec()] if TASKS[task].model_choice else [])): _add_fields(parser, obj, seen)
     for obj in ([c for t in TASKS.values() for c in t.configs()] if find else []): _add_fields(parser, obj, seen, skip_seen=True)  # to find any task
     return parser
 

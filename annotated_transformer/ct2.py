@@ -10,7 +10,8 @@ import torch
 from .model import Transformer
 from .data import SubwordTokenizer
 from .checkpoint import Checkpoint, CheckpointError
-from .inference import load_translator, encode_sources, translate, bleu_scores
+from .inference import encode_sources, translate, bleu_scores
+from .evaluation import load_translator
 from .decode import length_penalty
 
 # %% auto #0

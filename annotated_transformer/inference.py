@@ -5,40 +5,16 @@
 # %% ../nbs/13_inference.ipynb #5e6e5624
 from __future__ import annotations
 import warnings
-from pathlib import Path
 import torch
-import torch.nn as nn
 import sacrebleu
 from .model import Transformer
 from .attention import padding_mask
 from .data import SubwordTokenizer
 from .decode import beam_search
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
 
 # %% auto #0
-__all__ = ['load_translator', 'encode_sources', 'translate', 'bleu_scores', 'attention_maps', 'plot_attention',
-           'plot_attention_lines', 'attention_record']
-
-# %% ../nbs/13_inference.ipynb #6bd48622
-def load_translator(ckpt: Checkpoint | str | Path, # a checkpoint: loaded, a file, or a run directory (its newest intact one)
-                    tokenizer_dir: str | Path | None = None, # default: the one inside the checkpoint
-                    device: str | torch.device = "cpu",
-                   ) -> tuple[nn.Module, SubwordTokenizer]: # the model in eval mode and its tokenizer
-    "The model and tokenizer of a translation checkpoint, checking that their vocabularies match."
-    ck = ckpt if isinstance(ckpt, Checkpoint) else load_checkpoint(ckpt)
-    if ck.model_kind.command != "at-translate": ck.served_by("at-translate")  # says what it holds, and which command fits
-    where, cfg = ck.where, ck.config
-    if tokenizer_dir is not None:
-        try: tok, tw = SubwordTokenizer.load(tokenizer_dir), str(tokenizer_dir)
-        except RuntimeError: raise CheckpointError(f"{Path(tokenizer_dir) / SubwordTokenizer.model_file}: not a sentencepiece model; expected the tokenizer directory of the run") from None
-    elif ck.tokenizer is not None: tok, tw = ck.restore_tokenizer(), f"{where} (embedded)"
-    else: raise CheckpointError(f"{where}: no tokenizer inside the checkpoint (a run on token ids, like the copy task, cannot "
-                                "translate text; a checkpoint from before tokenizers were stored: pass its run's tokenizer directory, --tokenizer DIR)")
-    if tok.vocab_size != cfg.src_vocab_size or tok.vocab_size != cfg.tgt_vocab_size:
-        raise CheckpointError(f"vocabulary mismatch: the tokenizer at {tw} has {tok.vocab_size} pieces but the model in {where} "
-                              f"has src_vocab_size={cfg.src_vocab_size}, tgt_vocab_size={cfg.tgt_vocab_size}; "
-                              "use the tokenizer that was saved with this checkpoint")
-    return ck.build(device), tok
+__all__ = ['encode_sources', 'translate', 'bleu_scores', 'attention_maps', 'plot_attention', 'plot_attention_lines',
+           'attention_record']
 
 # %% ../nbs/13_inference.ipynb #8959a43f
 def encode_sources(tokenizer: SubwordTokenizer, lines: list[str], max_len: int, # the model's positional table size

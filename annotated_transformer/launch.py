@@ -19,9 +19,8 @@ from .kinds import kind_of
 from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
 from .train import Trainer, seed_everything
 from .distributed import init_distributed, cleanup_distributed
-from .tasks import TASKS, DataSpec, build_data, build_chart_data
+from .tasks import TASKS, DataSpec
 from .model import count_parameters
-from .parser import build_parsing_data
 
 # %% auto #0
 __all__ = ['SIGNAL_EXIT', 'resume_point', 'sample_report', 'write_copy_results', 'closing_lines', 'run_task']
@@ -107,8 +106,7 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
-        build = dict(parsing=build_parsing_data, chart=build_chart_data).get(TASKS[task].kind, build_data)  # the task's data
-        data = build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
+        data = TASKS[task].build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)  # the task's own data builder
         kind = kind_of(data.model_config, data.tokenizer)  # the Transformer, the RNN with --model rnn, or either parser
         model = kind.build(data.model_config)
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights

@@ -4,28 +4,18 @@
 
 # %% ../nbs/19_parser.ipynb #8e75541b
 from __future__ import annotations
-import json, time
+import time
 from collections import Counter
-from pathlib import Path
 import torch
-from .model import Transformer, count_parameters
-from .data import SubwordTokenizer, read_lines
+from .model import Transformer, TransformerConfig
+from .data import SubwordTokenizer
 from .decode import greedy_decode, beam_search, DecodingConstraint
 from .attention import padding_mask
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from .data import atomic_write
-from .runs import training_summary, hardware, active_seconds
-from .trees import Tree, linearize, delinearize, recipe_trees, read_trees
+from .trees import Tree, linearize, delinearize
 from .evalb import evalb, with_tags
-from dataclasses import replace
-from .config import TransformerConfig, TrainConfig
-from .batching import make_loader
-from .tasks import DataSpec, TaskData
 
 # %% auto #0
-__all__ = ['ParsingVocab', 'encode_trees', 'build_parsing_data', 'TreeConstraint', 'parse', 'load_parser', 'parser_of',
-           'load_parsers', 'check_parsing_vocab', 'max_words', 'parse_gold', 'read_sentences', 'read_gold',
-           'evaluate_parsing_run', 'evaluate_decoding']
+__all__ = ['ParsingVocab', 'encode_trees', 'TreeConstraint', 'parse', 'check_parsing_vocab', 'max_words', 'parse_gold']
 
 # %% ../nbs/19_parser.ipynb #1e49a121
 class ParsingVocab:
@@ -72,24 +62,6 @@ def encode_trees(trees: list[Tree], vocab: ParsingVocab, max_len: int) -> tuple[
     pairs = [(vocab.encode_src(t.words()), vocab.encode_tgt(linearize(t))) for t in trees]
     kept = [(s, t) for s, t in pairs if max(len(s), len(t)) + 1 <= max_len]
     return kept, len(pairs) - len(kept)
-
-# %% ../nbs/19_parser.ipynb #eb5905c7
-def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
-                       tokenizer_state: dict | None = None) -> TaskData:
-    "Sentence -> linearized tree loaders (this rank's shard): the vocabulary is built on the training trees only, or restored on resume."
-    data_dir = spec.data_dir or None
-    train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
-    vocab = (ParsingVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None
-             else ParsingVocab.build(train, spec.vocab_size))
-    train_ids, dropped = encode_trees(train, vocab, mcfg.max_len)
-    dev_ids, dev_dropped = encode_trees(dev, vocab, mcfg.max_len)
-    if spec.n_valid: dev_ids = dev_ids[:spec.n_valid]
-    counts = dict(train_trees=len(train), train_too_long=dropped, dev_trees=len(dev), dev_too_long=dev_dropped,
-                  src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
-    mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
-    return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
-                    make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)
-
 
 # %% ../nbs/19_parser.ipynb #010dfd44
 class TreeConstraint(DecodingConstraint):
@@ -162,33 +134,6 @@ def parse(model: Transformer, vocab: ParsingVocab, sentences: list[list[str]], #
         for i, row in zip(idx, ids): out[i] = delinearize(vocab.decode_tgt(row), sentences[i])
     return out
 
-# %% ../nbs/19_parser.ipynb #dabecaee
-def load_parser(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, object]:
-    "The model (eval mode) and vocabulary of either parser's checkpoint (a file or a run directory)."
-    return parser_of(load_checkpoint(path), device)
-
-def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[torch.nn.Module, object]:
-    "The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other by its kind."
-    ck.served_by("at-parse")
-    try:
-        vocab, cfg = ck.restore_tokenizer(), ck.config
-        ck.model_kind.check_tokenizer(cfg, vocab)
-    except ValueError as e: raise CheckpointError(f"{ck.where}: {e}") from None
-    return ck.build(device), vocab
-
-def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[torch.nn.Module | list[torch.nn.Module], object]:
-    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble (a list, which its kind decodes together) with their
-    one vocabulary: each must be of a kind that ensembles (the chart parser), trained on the same trees with the same word features."""
-    if not paths: raise ValueError("paths: expected one or more checkpoints")
-    cks = [load_checkpoint(p) for p in paths]
-    loaded = [parser_of(ck, device) for ck in cks]
-    if len(loaded) == 1: return loaded[0]
-    for p, ck, (m, v) in zip(paths, cks, loaded):
-        if not ck.model_kind.ensemble: raise CheckpointError(f"{p}: a {ck.model_kind.label}; an ensemble takes chart parsers (at-train ptb-chart)")
-        if v.state_dict() != loaded[0][1].state_dict():
-            raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be trained on the same trees with the same word features")
-    return [m for m, _ in loaded], loaded[0][1]
-
 # %% ../nbs/19_parser.ipynb #35457564
 def check_parsing_vocab(cfg: TransformerConfig, vocab: ParsingVocab):
     "Refuse a vocabulary whose sizes are not the model's (a `ValueError` naming both)."
@@ -213,97 +158,3 @@ def parse_gold(model, vocab, golds: list[Tree],
     for _, r in res: counts.update(r)
     return dict(scores=evalb(golds, trees), seconds=seconds, sentences=len(golds), repaired=n_repaired, repair_counts=dict(counts),
                 trees=[t for t, _ in res], repairs=[r for _, r in res])
-
-# %% ../nbs/19_parser.ipynb #f99a64ab
-def read_sentences(path: str, # a file, or "-" for standard input
-                   max_words: int, # longest sentence the model can take (see `parse_main` in the command line)
-                  ) -> list[list[str]]: # the words of each line; [] for a blank line (`at-parse` skips it)
-    "Tokenized sentences, one per line; invalid UTF-8 or a sentence past the limit is an error naming the line."
-    name = "<stdin>" if path == "-" else path
-    lines = read_lines(path)  # the one reader: a directory, a missing file or invalid UTF-8 is an error naming it
-    out = []
-    for n, line in enumerate(lines, 1):
-        words = line.split()
-        if len(words) > max_words: raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
-        out.append(words)
-    return out
-
-# %% ../nbs/19_parser.ipynb #203c9f3f
-def read_gold(path: str | Path, # bracketed trees, one per line, or a directory of .mrg files
-              max_words: int, # longest sentence the model can take
-             ) -> list[Tree]:
-    "Gold trees whose words the parser is to parse; none, or a sentence past the limit, is an error naming the tree."
-    golds = read_trees(path)
-    if not golds: raise ValueError(f"{path}: no trees; expected bracketed trees, one per line or .mrg files")
-    long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
-    if long: raise ValueError(f"{path}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
-    return golds
-
-# %% ../nbs/19_parser.ipynb #5e86b9ef
-def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
-                         out_dir: str | Path, # results.json and a copy of metrics.jsonl go here
-                         recipe: str = "ptb", split: str = "dev", data_dir: str | Path | None = None,
-                         n_beam: int | None = None, # beam-decode only the first n sentences (None: all)
-                         n_greedy: int | None = None, # greedy-decode only the first n sentences (None: all)
-                         beam_size: int = 21, alpha: float = 0.3, max_len_b: int = 300, batch_size: int = 32,
-                         task: str = "ptb-small", command: str = "") -> dict:
-    "Parse a split greedily and with beam search (all sentences or the first n), score with `evalb`, write results and trees."
-    run_dir, out = Path(run_dir), Path(out_dir)
-    ck = load_checkpoint(run_dir)
-    model, vocab = parser_of(ck)
-    golds = recipe_trees(recipe, split, data_dir)
-    golds = golds[:n_greedy] if n_greedy else golds
-    sub = golds[:n_beam] if n_beam else golds
-    run = ck.model_kind.run  # the decoding of the parser it holds
-    greedy = parse_gold(model, vocab, golds, run, beam_size=1, max_len_b=max_len_b, batch_size=batch_size)
-    beam = parse_gold(model, vocab, sub, run, beam_size=beam_size, alpha=alpha, max_len_b=max_len_b, batch_size=batch_size)
-    greedy_sub = evalb(sub, [with_tags(t, g) for t, g in zip(greedy["trees"][:len(sub)], sub)])
-    out.mkdir(parents=True, exist_ok=True)
-    trees_dir = run_dir / "eval"  # predicted trees hold the treebank's words (LDC): they stay beside the checkpoints
-    trees_dir.mkdir(parents=True, exist_ok=True)
-    for name, r in (("greedy", greedy), ("beam", beam)):
-        (trees_dir / f"{split}.{name}.trees").write_text("".join(str(t) + "\n" for t in r["trees"]), encoding="utf-8")
-    atomic_write(out / "metrics.jsonl", (run_dir / "metrics.jsonl").read_bytes())
-    strip = lambda r: {k: v for k, v in r.items() if k not in ("trees", "repairs")}
-    res = dict(task=task, recipe=recipe, split=split, n_sentences=len(golds), step=ck.step,
-               greedy=dict(beam_size=1, **strip(greedy)),
-               beam=dict(beam_size=beam_size, alpha=alpha, n_sentences=len(sub), **strip(beam)),
-               greedy_same_subset=greedy_sub["all"], max_len=f"input length + {max_len_b}",
-               evalb="COLLINS.prm semantics (annotated_transformer.evalb.evalb); gold POS tags put on the XX preterminals",
-               parameters=count_parameters(model), model_config=ck.model_config, train_config=ck.train_config,
-               counts=ck.counts, command=command, training=dict(training_summary(run_dir),
-                   train_active_s=active_seconds(run_dir)),
-               hardware=hardware())
-    atomic_write(out / "results.json", json.dumps(res, indent=1) + "\n")
-    return res
-
-# %% ../nbs/19_parser.ipynb #278546ad
-def evaluate_decoding(checkpoint: str | Path, # parser checkpoint (file or run directory)
-                      golds: list[Tree], # gold trees (e.g. `ptb_trees("dev")`)
-                      out: str | Path, # results JSON, rewritten (atomically) after each setting
-                      settings: list[dict], # each: name, beam_size, alpha, constrained, n (first n sentences; None: all)
-                      trees_dir: str | Path | None = None, # predicted trees per setting (keep out of the repository: treebank words)
-                      source: str = "", # where the checkpoint came from, for the record
-                      batch_size: int = 32) -> dict:
-    "Parse gold sentences under several decoding settings, score each with `evalb`, record F1, repairs and time."
-    out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)
-    res = json.loads(out.read_text()) if out.is_file() else {}
-    if res.get("checkpoint") != str(checkpoint): res = dict(checkpoint=str(checkpoint), source=source, runs=[])
-    ck = load_checkpoint(checkpoint)
-    model, vocab = parser_of(ck)
-    trees = {}  # name -> predicted trees of this process's settings (for same-subset comparisons)
-    for s in settings:
-        if any(r["name"] == s["name"] for r in res["runs"]): continue
-        sub = golds[: s.get("n") or len(golds)]
-        r = parse_gold(model, vocab, sub, ck.model_kind.run, beam_size=s["beam_size"], alpha=s.get("alpha", 0.3),
-                       constrained=s.get("constrained", True), batch_size=batch_size)
-        trees[s["name"]] = r["trees"]
-        same = {k: evalb(sub, [with_tags(t, g) for t, g in zip(v[: len(sub)], sub)])["all"]["f1"]
-                for k, v in trees.items() if k != s["name"] and len(v) >= len(sub)}
-        res["runs"].append(dict(s, n_sentences=len(sub), scores=r["scores"], seconds=round(r["seconds"], 1),
-                                repaired=r["repaired"], repair_counts=r["repair_counts"], f1_same_sentences=same,
-                                hardware=hardware()))
-        if trees_dir: Path(trees_dir).mkdir(parents=True, exist_ok=True); (Path(trees_dir) / f"{s['name']}.trees").write_text(
-            "".join(str(t) + "\n" for t in r["trees"]), encoding="utf-8")
-        atomic_write(out, json.dumps(res, indent=1) + "\n")
-    return res

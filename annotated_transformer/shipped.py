@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 import torch.nn as nn
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, shipped_kind
-from .inference import load_translator, translate, attention_record
-from .parser import parser_of
+from .inference import translate, attention_record
+from .evaluation import load_translator
+from .parsing_runs import parser_of
 from .trees import Tree
 
 # %% auto #0

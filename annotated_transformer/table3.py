@@ -6,14 +6,12 @@
 from __future__ import annotations
 import csv, io
 from pathlib import Path
-from .variations import ROWS, PAPER_TABLE3, read_table, metrics_file
-from .runs import read_metrics
+from .variations import ROWS, PAPER_TABLE3, read_table
 from .data import atomic_write
 
 # %% auto #0
 __all__ = ['METRICS', 'FLAT', 'HIGHER_IS_BETTER', 'SUMMARY_FIELDS', 'FLAT_TAIL', 'compare', 'plot_table3', 'trend_checks',
-           'spread', 'no_change', 'metric_verdict', 'row_verdict', 'summarize_seeds', 'write_summary', 'val_curve',
-           'tail_gain']
+           'spread', 'no_change', 'metric_verdict', 'row_verdict', 'summarize_seeds', 'write_summary', 'tail_gain']
 
 # %% ../nbs/16_table3.ipynb #328cab10
 def compare(rows: list[dict]) -> list[dict]:
@@ -175,16 +173,6 @@ def write_summary(grid: str | Path) -> Path | None:
 
 # %% ../nbs/16_table3.ipynb #c0a1e00b
 FLAT_TAIL = 0.01  # a run has flattened when the last tenth of its steps took less than 1% off its dev perplexity
-
-# %% ../nbs/16_table3.ipynb #328aad0a
-def val_curve(grid: str | Path, # a grid's output directory (its metrics/ holds one file per run)
-              row: str, seed: int) -> tuple[list[int], list[float]]: # steps, dev perplexity at each
-    "A run's dev perplexity against steps, from the grid's metrics (an evaluation logged twice at the end counts once)."
-    f = metrics_file(grid, row, seed)
-    if not f.is_file(): raise FileNotFoundError(f"{f}: no metrics for row {row!r}, seed {seed} in this grid")
-    by_step = {m["step"]: m["val_ppl"] for m in read_metrics(f) if "val_ppl" in m}
-    steps = sorted(by_step)
-    return steps, [by_step[s] for s in steps]
 
 # %% ../nbs/16_table3.ipynb #c0700b2b
 def tail_gain(steps: list[int], ppl: list[float], # a run's dev perplexity curve (`val_curve`)

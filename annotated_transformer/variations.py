@@ -4,28 +4,16 @@
 
 # %% ../nbs/15_variations.ipynb #8bcfac4d
 from __future__ import annotations
-import csv, io, json, math, os, shutil, signal, sys, time
-import multiprocessing as mp
-from multiprocessing.connection import wait as mp_wait
-from dataclasses import dataclass, asdict, replace
+import csv, io
+from dataclasses import dataclass
 from pathlib import Path
 import torch
-from .config import TransformerConfig, TrainConfig
-from .data import load_recipe, encode_pairs, SubwordTokenizer, Corpus
-from .batching import make_loader
-from .model import make_model, count_parameters
-from .train import Trainer, TrainingError, seed_everything
-from .data import warn
-from .data import atomic_write, new_directory
-from .checkpoint import check_writable
-from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics, RUN_FILE
-from .evaluation import score_corpus
+from .model import TransformerConfig, make_model, count_parameters
+from .data import warn, atomic_write
 
 # %% auto #0
-__all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'RUN_KEYS', 'ROW_FILE', 'PaperRow',
-           'paper_config', 'scale_config', 'row_config', 'mapping_table', 'markdown_table', 'GridData', 'prepare_data',
-           'GridSettings', 'Stopped', 'train_row', 'read_table', 'run_grid', 'metrics_file', 'run_record',
-           'run_hardware']
+__all__ = ['PAPER_BASE', 'PAPER_TABLE3', 'ROWS', 'WIDTH_KEYS', 'DEPTH_KEYS', 'CSV_FIELDS', 'PaperRow', 'paper_config',
+           'scale_config', 'row_config', 'mapping_table', 'row_changes', 'markdown_table', 'read_table', 'metrics_file']
 
 # %% ../nbs/15_variations.ipynb #488abb10
 PAPER_BASE = dict(n_layers=6, d_model=512, d_ff=2048, n_heads=8, d_k=64, dropout=0.1, label_smoothing=0.1,
@@ -106,15 +94,20 @@ def mapping_table(width: int = 4, depth: int = 2, vocab_size: int = 8000, **comm
     for r in PAPER_TABLE3:
         cfg = row_config(r, vocab_size, width, depth, **common)
         with torch.device("meta"): n = count_parameters(make_model(cfg))
-        ours = scale_config(paper_config(r), width, depth)
         out.append(dict(row=r.name, group=r.group, paper=_changed(paper_config(r), PAPER_BASE) or "-",
-                        ours=_changed(ours, scale_config(PAPER_BASE, width, depth)) or "-",
+                        ours=row_changes(r, width, depth),
                         N=cfg.n_layers, d_model=cfg.d_model, d_ff=cfg.d_ff, h=cfg.n_heads, d_k=cfg.head_dim,
                         paper_params_m=r.params_m, our_params_m=round(n / 1e6, 2)))
     return out
 
 def _changed(cfg: dict, base: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v)
+
+def row_changes(row: PaperRow, # a Table 3 row
+                width: int = 4, depth: int = 2, # the scale rule (`scale_config`)
+               ) -> str: # e.g. "n_layers=1"; "-" for the base row
+    "What a row changes in the scaled base model (the column `changed` of a grid's `table3.csv`)."
+    return _changed(scale_config(paper_config(row), width, depth), scale_config(PAPER_BASE, width, depth)) or "-"
 
 # %% ../nbs/15_variations.ipynb #094f187a
 def markdown_table(rows: list[dict], cols: list[str] | None = None) -> str:
@@ -123,109 +116,6 @@ def markdown_table(rows: list[dict], cols: list[str] | None = None) -> str:
     fmt = lambda v: "" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
     return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] +
                      ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows])
-
-# %% ../nbs/15_variations.ipynb #6ce3ce80
-@dataclass
-class GridData:
-    "What every row shares: the tokenizer, encoded training pairs and the dev set (text and ids)."
-    tokenizer: SubwordTokenizer
-    train_ids: list
-    valid: Corpus
-    valid_ids: list
-
-def _head(c: Corpus, n: int) -> Corpus:
-    return c if not n else Corpus(list(c.src[:n]), list(c.tgt[:n]), c.name, c.split, dict(c.stats))
-
-def prepare_data(out: str | Path, # the grid's output directory (the tokenizer is saved in out/tokenizer)
-                 vocab_size: int = 8000, # shared BPE vocabulary
-                 data_dir: str | None = None, # default: `default_data_dir()`
-                 n_train: int = 0, n_valid: int = 0, # keep the first n pairs (0: all)
-                 max_len: int = 256) -> GridData:
-    "Load Multi30k, train (once) or load the shared tokenizer, encode train and dev."
-    train = _head(load_recipe("multi30k", "train", data_dir), n_train)
-    valid = _head(load_recipe("multi30k", "val", data_dir), n_valid)
-    tok_dir = Path(out) / "tokenizer"
-    if (tok_dir / SubwordTokenizer.model_file).is_file(): tok = SubwordTokenizer.load(tok_dir)
-    else: tok = SubwordTokenizer.from_corpus(train, vocab_size=vocab_size); tok.save(tok_dir)
-    train_ids = encode_pairs(train, tok, max_len=max_len)
-    # score on every dev sentence; only the perplexity loader drops pairs longer than max_len (none in Multi30k)
-    return GridData(tok, train_ids, valid, encode_pairs(Corpus(list(valid.src), list(valid.tgt), "multi30k", "val"), tok, max_len))
-
-# %% ../nbs/15_variations.ipynb #4f42fc36
-@dataclass
-class GridSettings:
-    "The training recipe every row of a grid shares (stored in out/settings.json; a grid refuses to mix recipes)."
-    steps: int = 200  # optimizer steps per row (the CPU grid's budget)
-    max_tokens: int = 2048  # tokens per batch and side, padding included
-    warmup_steps: int = 0  # 0: steps // 4
-    lr_factor: float = 0.5  # multiplies equation (3): peak 6.2e-3 for the base row at 200 steps (warmup 50)
-    vocab_size: int = 8000  # shared BPE vocabulary
-    width: int = 4  # d_model, d_ff, d_k divided by this
-    depth: int = 2  # N divided by this
-    norm_first: bool = True  # pre-norm (see the mapping section)
-    max_len: int = 256  # longest sequence the positional table covers
-    beam_size: int = 4  # dev BLEU decoding (1 = greedy)
-    alpha: float = 0.6  # length penalty of dev decoding (§6.1: 0.6)
-    seed: int = 0  # seeds data order and initialization
-    device: str = "auto"  # "auto" (a CUDA GPU when there is one, else the CPU), "cpu", "cuda" or "cuda:N", as every command's --device
-    precision: str = "auto"  # fp32 where bf16 is emulated or slower (a trial decides where it is native), as at-train
-    n_train: int = 0  # first n training pairs (0: all)
-    n_valid: int = 0  # first n dev pairs (0: all)
-
-    def __post_init__(self):
-        for name, low in (("steps", 1), ("max_tokens", 1), ("warmup_steps", 0), ("vocab_size", 16), ("width", 1), ("depth", 1),
-                          ("max_len", 8), ("beam_size", 1), ("n_train", 0), ("n_valid", 0)):
-            if getattr(self, name) < low: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
-        for name in ("lr_factor", "alpha"):
-            v = getattr(self, name)
-            if not math.isfinite(v) or v < 0 or (v == 0 and name == "lr_factor"): raise ValueError(f"{name}={v}: expected a finite number > 0")
-        if self.device not in ("cpu", "cuda", "auto") and not self.device.startswith("cuda:"):
-            raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
-        if self.precision not in ("auto", "fp32", "bf16", "fp16"): raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
-        for r in PAPER_TABLE3:  # every row must scale by this rule (the width divides every width of Table 3)
-            try: scale_config(paper_config(r), self.width, self.depth)
-            except ValueError as e:  # name the factor that does not divide: N is scaled by depth, the widths by width
-                name = "depth" if str(e).startswith(DEPTH_KEYS) else "width"
-                raise ValueError(f"{name}={getattr(self, name)}: {e} (row {r.name})") from None
-
-    def warmup(self) -> int: return self.warmup_steps or max(1, self.steps // 4)
-
-# %% ../nbs/15_variations.ipynb #b5ec4fbe
-class Stopped(KeyboardInterrupt):
-    "A row or grid stopped by a signal: `signal` names it ('SIGINT', 'SIGTERM', or None for a worker stopped from outside)."
-    def __init__(self, message: str, signal: str | None): super().__init__(message); self.signal = signal
-
-def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Path) -> dict:
-    "Train one row (continuing from a checkpoint `run_dir` holds, if any) and score it on the dev set; returns the CSV record."
-    cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
-    seed_everything(s.seed)
-    model = make_model(cfg)
-    tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
-                         seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10), log_every=max(1, s.steps // 20),
-                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir), progress=False,
-                         compile="off")  # eager, as every grid so far: a compile trial per row shape would cost minutes per row, and
-                                         # compiled kernels differ between machines, while a grid spans several (fp32 for the same reason)
-    train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
-    valid = make_loader(data.valid_ids, s.max_tokens, shuffle=False)
-    trainer = Trainer(model, tcfg, train, valid, tokenizer=data.tokenizer)
-    resumed = trainer.step > 0  # continued from a checkpoint of an interrupted grid
-    t0 = time.perf_counter(); out = trainer.fit(); train_s = time.perf_counter() - t0
-    if out.get("finished"):  # trained to the end before, stopped while it was scored: score it now
-        out = dict(out, **trainer.evaluate(), loss=[r["loss"] for r in read_metrics(run_dir) if "loss" in r][-1])
-    if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run
-        # stopped before its first metrics record has no training time to read)
-        raise Stopped(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}", out["stopped_by"])
-    if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
-    model = trainer.model.eval()
-    bleu = score_corpus(model, data.tokenizer, data.valid, s.beam_size, s.alpha)
-    return dict(row=row.name, group=row.group, seed=s.seed, changed=_changed(scale_config(paper_config(row), s.width, s.depth),
-                                                              scale_config(PAPER_BASE, s.width, s.depth)) or "-",
-                n_layers=cfg.n_layers, d_model=cfg.d_model, d_ff=cfg.d_ff, n_heads=cfg.n_heads, d_k=cfg.head_dim,
-                dropout=cfg.dropout, label_smoothing=cfg.label_smoothing, positional=cfg.positional,
-                params=count_parameters(model), dev_ppl=round(out["val_ppl"], 4), dev_nll=round(out["val_nll"], 5),
-                dev_bleu=round(bleu["bleu"], 3), dev_chrf=round(bleu["chrf"], 3), final_train_loss=round(out["loss"], 5),
-                steps=out["step"], train_seconds=round(train_s, 1), bleu_seconds=round(bleu["seconds"], 1),
-                paper_ppl=row.ppl, paper_bleu=row.bleu, paper_params_m=row.params_m)
 
 # %% ../nbs/15_variations.ipynb #00707a94
 CSV_FIELDS = ["row", "group", "seed", "changed", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "dropout", "label_smoothing",
@@ -253,79 +143,6 @@ def read_table(path: str | Path, # table3.csv, or the grid's directory
     return [{k: (v if k in ("row", "group", "changed", "positional") else num(v)) for k, v in r.items()}
             for r in csv.DictReader(io.StringIO("".join(lines)))]
 
-# %% ../nbs/15_variations.ipynb #7c3dccfe
-RUN_KEYS = ("seed", "device")  # settings that may differ between the runs of one grid: its recipe is every other field. Where a
-                               # run trained is not its recipe (fp32, eager: the same steps on a CPU or a GPU, as on two CPUs);
-                               # each run's machine is kept beside its metrics (`run_record`)
-
-def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
-    p = out / "settings.json"
-    if p.exists():
-        try: old = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"{p}: not a settings file this grid wrote ({e}); move it away or choose another --out") from None
-        diff = {k: (old.get(k), v) for k, v in asdict(s).items() if old.get(k) != v and k not in RUN_KEYS}
-        if diff: raise ValueError(f"{p} was written with other settings (stored, now): {diff}; "
-                                  "use another --out for another budget")
-    elif write: atomic_write(p, json.dumps(dict(asdict(s), **more, hardware=hardware()), indent=1) + "\n")
-
-# %% ../nbs/15_variations.ipynb #f21100fe
-def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the paper's order)
-             s: GridSettings, out: str | Path, # settings; output directory
-             data_dir: str | None = None, run_root: str | Path | None = None, # data; scratch run dirs (default out/runs)
-             keep_runs: bool = False, log=print, # keep each run's checkpoint; where progress lines go
-             seeds: list[int] | None = None, # seeds to train every row with (None: [s.seed])
-             workers: int = 1, # runs trained at once, each in its own process at one thread (1: in this process)
-            ) -> list[dict]: # the CSV's rows after the grid
-    "Train and score each (row, seed) not yet in out/table3.csv, appending its line as soon as it is done."
-    names = list(ROWS) if not rows else rows
-    unknown = [n for n in names if n not in ROWS]
-    if unknown: raise ValueError(f"unknown Table 3 rows {unknown}; known rows: {list(ROWS)}")
-    seeds = [s.seed] if seeds is None else list(seeds)
-    if not seeds or any(not isinstance(k, int) or k < 0 for k in seeds) or len(set(seeds)) < len(seeds):
-        raise ValueError(f"seeds={seeds}: expected distinct integers >= 0")
-    if not isinstance(workers, int) or workers < 1: raise ValueError(f"workers={workers}: expected an integer >= 1")
-    out = Path(out)
-    with new_directory(out):  # a grid that cannot start (no data, a settings clash) leaves no new directory
-        check_writable(out, "--out")  # one line, not a bare OSError, when --out is under a file or read-only
-        _check_settings(out, s)
-        csv_path = out / "table3.csv"
-        if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
-        if csv_path.is_file() and csv_path.read_text(encoding="utf-8", errors="replace").partition("\n")[0] != ",".join(CSV_FIELDS):
-            raise ValueError(f"{csv_path}, line 1: not the columns of this version's table3.csv ({', '.join(CSV_FIELDS)}); "
-                             "an older grid's file: use another --out")
-        lock_run(out, f"run_grid {out}")  # a second grid on this directory is refused: two writers would tear the CSV
-        try:
-            try: done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
-            except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
-            jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]  # row by row: each row's seeds finish together
-            if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
-            if not jobs: return read_table(csv_path)
-            data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)  # the tokenizer, trained once here
-            _check_settings(out, s, write=True, seeds=seeds, workers=workers,  # once the data is ready: a grid that cannot start leaves nothing
-                            threads_per_run=1 if workers > 1 else torch.get_num_threads())
-            (out / "metrics").mkdir(exist_ok=True)
-            run_root = Path(run_root or out / "runs")
-            def record(name, seed, run_dir, rec):
-                shutil.copyfile(run_dir / "metrics.jsonl", metrics_file(out, name, seed))
-                if (run_dir / RUN_FILE).is_file(): shutil.copyfile(run_dir / RUN_FILE, run_record(out, name, seed))  # where it ran
-                new = not csv_path.is_file()
-                with open(csv_path, "a", newline="", encoding="utf-8") as f:
-                    w = csv.DictWriter(f, CSV_FIELDS)
-                    if new: w.writeheader()
-                    w.writerow(rec); f.flush(); os.fsync(f.fileno())
-                if not keep_runs: shutil.rmtree(run_dir)
-                log(f"{name:15s} seed {seed}  params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU {rec['dev_bleu']:6.2f}  "
-                    f"train {rec['train_seconds']:7.1f} s  BLEU {rec['bleu_seconds']:5.1f} s")
-            if workers == 1:
-                for name, seed in jobs:  # an interrupted run continues from its last checkpoint (saved every tenth of the steps)
-                    run_dir = run_root / f"{_slug(name)}-seed{seed}"
-                    record(name, seed, run_dir, train_row(ROWS[name], data, replace(s, seed=seed), run_dir))
-            else: _run_parallel(jobs, s, out, data_dir, run_root, workers, record)
-            if not keep_runs and run_root.is_dir() and not any(run_root.iterdir()): run_root.rmdir()
-            return read_table(csv_path)
-        finally: unlock_run(out)
-
 # %% ../nbs/15_variations.ipynb #e7805579
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
@@ -336,61 +153,3 @@ def metrics_file(grid: str | Path, # a grid's output directory
                 ) -> Path:
     "Where a grid keeps one run's `metrics.jsonl`: GRID/metrics/ROW-seedN.jsonl, the row's name with `_` for each sign."
     return Path(grid) / "metrics" / (f"{_slug(row)}.jsonl" if seed is None else f"{_slug(row)}-seed{seed}.jsonl")
-
-def run_record(grid: str | Path, row: str, seed: int | None) -> Path:
-    "Where a grid keeps one run's `run.json` (its machine, device, command and commit): beside its metrics, ROW-seedN.run.json."
-    return metrics_file(grid, row, seed).with_suffix(".run.json")
-
-# %% ../nbs/15_variations.ipynb #f41287d8
-def run_hardware(grid: str | Path, row: str, seed: int | None) -> dict | None:
-    "One run's machine (the `hardware` of its `run_record`), or None for a run that kept no run.json (a grid's first GPU runs)."
-    f = run_record(grid, row, seed)
-    return json.loads(f.read_text())["hardware"] if f.is_file() else None
-
-# %% ../nbs/15_variations.ipynb #ac988387
-ROW_FILE = "row.json"  # what a worker process hands back: the run's CSV record
-
-def _row_job(name: str, seed: int, s: dict, out: str, data_dir, run_dir: str):
-    "One (row, seed) in a worker process at one thread; writes its record to run_dir/row.json (exit 130 when stopped by a signal)."
-    torch.set_num_threads(1)
-    data = prepare_data(out, s["vocab_size"], data_dir, s["n_train"], s["n_valid"], s["max_len"])  # the grid's saved tokenizer
-    try: rec = train_row(ROWS[name], data, GridSettings(**{**s, "seed": seed}), run_dir)
-    except KeyboardInterrupt as e: print(f"run_grid: {e}", file=sys.stderr); sys.exit(130)
-    atomic_write(Path(run_dir) / ROW_FILE, json.dumps(rec) + "\n")
-
-def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
-    "Run `jobs` in up to `workers` spawned processes; the parent alone writes the CSV. A signal is passed on to every worker."
-    ctx = mp.get_context("spawn")  # a fresh interpreter per run: no thread pool or signal handler inherited
-    running, todo, stop = {}, list(jobs), []
-    def on_signal(signum, frame): stop.append(signal.Signals(signum).name)  # what `Stopped.signal` says
-    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while todo or running:
-            while todo and len(running) < workers and not stop:
-                name, seed = todo.pop(0); run_dir = run_root / f"{_slug(name)}-seed{seed}"
-                if (run_dir / ROW_FILE).is_file():  # finished and scored, stopped before the parent wrote its line
-                    record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8"))); continue
-                p = ctx.Process(target=_row_job, args=(name, seed, asdict(s), str(out), data_dir, str(run_dir)),
-                                name=f"{name} seed {seed}")
-                p.start(); running[p] = (name, seed, run_dir)
-            if stop:  # pass the stop on: each worker saves a checkpoint and exits
-                for p in running:
-                    if p.is_alive(): os.kill(p.pid, signal.SIGTERM)
-                for p, (name, seed, run_dir) in running.items():
-                    p.join()
-                    if p.exitcode == 0 and (run_dir / ROW_FILE).is_file(): record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
-                raise Stopped(f"{stop[0] or 'a worker was stopped'}: {len(running)} unfinished run(s) saved their checkpoints", stop[0])
-            mp_wait([p.sentinel for p in running], timeout=1.0)
-            for p in [p for p in running if not p.is_alive()]:
-                name, seed, run_dir = running.pop(p); p.join()
-                if p.exitcode == 0 and (run_dir / ROW_FILE).is_file():
-                    record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
-                elif p.exitcode == 130 or stop: stop.append(None)  # a worker was stopped from outside
-                else:
-                    for q in running: os.kill(q.pid, signal.SIGTERM)
-                    for q in running: q.join()
-                    raise TrainingError(f"row {name!r} seed {seed} failed (worker exit code {p.exitcode}; its error is printed above); "
-                                       "finished runs are in the CSV, run again to continue")
-    finally:
-        for sig, h in old.items(): signal.signal(sig, h)
-

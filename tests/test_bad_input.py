@@ -236,7 +236,7 @@ def va(c, *extra, out=None, data=None, rows=("C N=2",)):
 def grid_with(c, table: str | bytes | None = None, settings: str | None = None, **kw) -> list[str]:
     "A grid directory whose settings.json matches the argv (unless given) and whose table3.csv holds `table`."
     from annotated_transformer.cli import variations_parser
-    from annotated_transformer.variations import GridSettings
+    from annotated_transformer.grid import GridSettings
     argv = va(c, **kw)
     a = vars(variations_parser().parse_args(argv))
     s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})

@@ -5,7 +5,7 @@ import torch
 from annotated_transformer.cli import train_main, parse_main
 from annotated_transformer.checkpoint import load_checkpoint, CheckpointError, write_checkpoint
 from annotated_transformer.runs import read_metrics
-from annotated_transformer.parser import load_parser
+from annotated_transformer.parsing_runs import load_parser
 from annotated_transformer.trees import parse_tree
 
 
@@ -62,7 +62,7 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
 def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tmp_path):
     "Several chart checkpoints parse as one ensemble (mean label log-probabilities); an ensemble of one model twice is that model."
     from annotated_transformer.chart import chart_parse, ensemble_scores, chart_batch
-    from annotated_transformer.parser import load_parsers
+    from annotated_transformer.parsing_runs import load_parsers
     cks = sorted(trained.glob("ckpt_*.pt"))
     assert len(cks) >= 2
     models, vocab = load_parsers(cks[:2])

@@ -11,7 +11,8 @@ from annotated_transformer.model import make_model
 from annotated_transformer.attention import padding_mask
 from annotated_transformer.data import SubwordTokenizer
 from annotated_transformer.decode import DecodingConstraint, DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
-from annotated_transformer.inference import bleu_scores, load_translator, plot_attention, translate
+from annotated_transformer.inference import bleu_scores, plot_attention, translate
+from annotated_transformer.evaluation import load_translator
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ import pytest
 from conftest import write_tiny_multi30k, assert_closing_lines
 from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.cli import train_main, evaluate_main
-from annotated_transformer.evaluation import paper_bleu, paper_tokenize
+from annotated_transformer.translation import paper_bleu, paper_tokenize
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):

@@ -16,14 +16,16 @@ FLOORS = {
     "parser": 5,                                   # the sequence-to-sequence parser: vocabularies, TreeConstraint, parse (19)
     "parsing_runs": 6,                             # either parser's checkpoint loaded, at-parse's files, a parsing run evaluated (31b)
     "precision": 6,                                # fp32 or bf16, by the machine's flags and a trial
-    "ct2": 6,                                      # a translation checkpoint exported to CTranslate2
+    "translation": 6,                              # BLEU as the paper measures it, and a corpus scored (14)
     "train": 7, "copy_task": 7,                    # the Trainer; the copy tutorial
     "distributed": 8, "memory_budget": 8,          # memory_budget: the largest batch that fits a GPU (27a)
     "tasks": 8,                                    # every task as values, with its data builder
-    "evaluation": 9, "bench": 9,                  # bench measures the tasks' models
+    "evaluation": 9, "bench": 9,                  # evaluation: at-evaluate's driver and load_translator (31); bench measures the tasks' models
+    "ct2": 10,                                     # a translation checkpoint exported to CTranslate2 (loads through evaluation)
     "variations": 10, "suite": 11, "fast_path": 10, "op_profile": 10, "scaling": 10,                # suite runs every benchmark of bench
     "launch": 10,                                  # what at-train does: data, model, Trainer, report
     "table3": 11,                                  # reads the grids of variations: beside the paper, seeds, verdicts
+    "grid": 11,                                    # runs the grid of variations: each row through the Trainer, table3.csv (31a)
     "shipped": 11,                                 # the shipped models by name: loads through checkpoint, uses inference and parser
     "console": 11.5,                               # the commands' plumbing: signals from the first moment, one-line errors, help, --device
     "cli": 12,                                     # every console script
@@ -133,14 +135,6 @@ def test_no_module_passes_400_lines():
 # run records, trainer and tasks as tools. Those forward imports are listed here, each with its reason; any other import of a
 # module whose notebook comes later in the book fails, and so does a listed one that is gone (the list only shrinks).
 BOOK_FORWARD = {
-    ("inference", "checkpoint"): "translating loads a trained checkpoint",
-    ("evaluation", "checkpoint"): "at-evaluate chooses among a run's checkpoints and averages them",
-    ("evaluation", "runs"): "results.json records the run's training time and hardware",
-    ("variations", "config"): "each Table 3 row is a TransformerConfig and a TrainConfig",
-    ("variations", "train"): "each row trains with the Trainer",
-    ("variations", "checkpoint"): "the grid checks its output directory as checkpoints are checked",
-    ("variations", "runs"): "each row's run record and metrics",
-    ("table3", "runs"): "the grids' metrics files",
 }
 
 def notebook_of_module() -> dict[str, str]:

@@ -1,7 +1,8 @@
 "Parsing (§6.3): tree reading, linearization, repair, the EVALB scorer on hand-worked examples and against the C program, and at-parse end to end."
 import gzip, random, subprocess, sys
 import pytest, torch
-from annotated_transformer.parser import TreeConstraint, evaluate_decoding, ParsingVocab, encode_trees, parse, load_parser
+from annotated_transformer.parser import TreeConstraint, ParsingVocab, encode_trees, parse
+from annotated_transformer.parsing_runs import evaluate_decoding, load_parser
 from annotated_transformer.trees import Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize, ptb_trees, sample_trees
 from annotated_transformer.evalb import evalb, evalb_sentence, evalb_brackets, with_tags, EvalbParams
 from annotated_transformer.cli import parse_main, train_main

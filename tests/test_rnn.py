@@ -11,7 +11,7 @@ from annotated_transformer.train import Trainer
 from annotated_transformer.config import TrainConfig
 from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.batching import make_loader
-from annotated_transformer.inference import load_translator
+from annotated_transformer.evaluation import load_translator
 from annotated_transformer.kinds import kind_of
 from annotated_transformer.cli import parse_args
 

@@ -140,7 +140,7 @@ def test_shipped_parser_reproduces_its_dev_f1(name, shared_data, monkeypatch):
 def test_shipped_translator_reproduces_its_results_row(name, shared_data, monkeypatch):
     "test2016 BLEU from the shipped files, scored as the results row was, within 0.1 of the row."
     from annotated_transformer.data import load_recipe
-    from annotated_transformer.evaluation import score_corpus
+    from annotated_transformer.translation import score_corpus
     monkeypatch.delenv("AT_PRETRAINED_DIR", raising=False)
     m = shipped.pretrained(name)
     row = json.loads((REPO / "results" / name / "results.json").read_text())

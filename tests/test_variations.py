@@ -8,8 +8,9 @@ import pytest
 import torch
 from annotated_transformer.model import make_model, count_parameters
 from annotated_transformer.runs import read_metrics
-from annotated_transformer import variations as V
-from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, GridSettings, paper_config, scale_config, row_config, mapping_table, run_grid, read_table, CSV_FIELDS, run_record, run_hardware
+from annotated_transformer import grid as V
+from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, paper_config, scale_config, row_config, mapping_table, read_table, CSV_FIELDS
+from annotated_transformer.grid import GridSettings, run_grid, run_record, run_hardware
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,7 +138,7 @@ def test_cli(shared_data, tmp_path, cli):
 
 def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):
     "A row whose training a signal stopped must not reach the CSV (a resumed grid retrains it)."
-    from annotated_transformer import variations as V
+    from annotated_transformer import grid as V
     monkeypatch.setattr(V.Trainer, "fit", lambda self: dict(stopped_by="SIGTERM", step=1))
     with pytest.raises(KeyboardInterrupt, match="stopped by SIGTERM"):
         run_grid(["base"], TINY, tmp_path, data_dir=str(shared_data), log=lambda m: None)
@@ -147,7 +148,7 @@ def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):
 def _stop_at(monkeypatch, step: int):
     "Send this process SIGINT once the trainer logs `step`, as Ctrl-C would: the trainer saves there and stops."
     import os, signal
-    from annotated_transformer import variations as V
+    from annotated_transformer import grid as V
     log = V.Trainer._log
     def log_then_stop(self, record):
         log(self, record)
@@ -157,7 +158,7 @@ def _stop_at(monkeypatch, step: int):
 
 def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monkeypatch, capsys):
     "A row stopped by a signal in the middle (step 3 or 4 of 6) continues from there when run again, and ends exactly as an uninterrupted row."
-    from annotated_transformer.variations import prepare_data, train_row, ROWS
+    from annotated_transformer.grid import prepare_data, train_row, ROWS
     s = replace(TINY, steps=6, precision="fp32")
     data = prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
     whole = train_row(ROWS["base"], data, s, tmp_path / "whole")
@@ -178,7 +179,7 @@ def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monke
 def test_resumed_row_stopped_before_its_first_record(shared_data, tmp_path, monkeypatch):
     """A row resumed from a checkpoint and stopped again before it logged anything (no metrics.jsonl yet: a grid of 8,000 steps logs
     every 400) is reported as stopped, not as a FileNotFoundError from reading its training time."""
-    from annotated_transformer import variations as V
+    from annotated_transformer import grid as V
     s = replace(TINY, steps=6, precision="fp32")
     data = V.prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
     with monkeypatch.context() as m:
@@ -271,7 +272,7 @@ def test_grid_refuses_a_second_writer_and_an_old_file(shared_data, tmp_path, cli
 
 def test_a_row_stopped_while_scored_is_scored_again(shared_data, tmp_path, monkeypatch):
     "A row killed after its last step but before its BLEU was computed (its checkpoint is final) is scored when run again, not refused."
-    from annotated_transformer import variations as V
+    from annotated_transformer import grid as V
     s = replace(TINY, steps=4, precision="fp32")
     data = V.prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
     whole = V.train_row(ROWS["base"], data, s, tmp_path / "whole")

@@ -25,7 +25,8 @@ no gold trees here: nothing is tuned or chosen on it.
 import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
-from annotated_transformer.parser import evaluate_decoding, load_parser, load_parsers, parse_gold, read_sentences
+from annotated_transformer.parser import parse_gold
+from annotated_transformer.parsing_runs import evaluate_decoding, load_parser, load_parsers, read_sentences
 from annotated_transformer.kinds import kind_of_model
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags

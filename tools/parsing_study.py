@@ -9,10 +9,11 @@ The predicted dev trees go to runs/ptb-shared-eval/ (not committed: they hold th
 import hashlib, json, os, sys
 from pathlib import Path
 import torch
-from annotated_transformer.parser import evaluate_decoding, load_parser, TreeConstraint
+from annotated_transformer.parser import TreeConstraint
+from annotated_transformer.parsing_runs import evaluate_decoding, load_parser
 from annotated_transformer.trees import ptb_trees, delinearize
 from annotated_transformer.evalb import evalb, with_tags
-from annotated_transformer.parser import read_sentences
+from annotated_transformer.parsing_runs import read_sentences
 from annotated_transformer.attention import padding_mask
 from annotated_transformer.decode import beam_search, greedy_decode, score_hypothesis
 from annotated_transformer.runs import hardware

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 from annotated_transformer.checkpoint import CheckpointError, load_checkpoint, write_shipped
 from annotated_transformer.data import atomic_write, load_recipe
-from annotated_transformer.evaluation import checkpoint_candidates, score_corpus
-from annotated_transformer.inference import load_translator
+from annotated_transformer.evaluation import checkpoint_candidates, load_translator
+from annotated_transformer.translation import score_corpus
 from annotated_transformer.shipped import shipped_dir
 
 MARGIN = 0.05  # BLEU or F1: the stored precision must reproduce the row this closely
@@ -55,7 +55,7 @@ def translation_scores(ck, a, res: dict) -> tuple[float, dict, dict]:
 
 def chart_dev_f1(ck, dtype: torch.dtype, trees) -> float:
     "Dev F1 (EVALB COLLINS.prm, CKY on the model's own scores) of a chart parser checkpoint with its weights stored in `dtype`."
-    from annotated_transformer.parser import parser_of
+    from annotated_transformer.parsing_runs import parser_of
     from annotated_transformer.chart_choices import decoding_sums
     from annotated_transformer.evalb import bracket_prf
     model, vocab = parser_of(ck)
