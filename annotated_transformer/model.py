@@ -12,86 +12,7 @@ from .layers import EncoderLayer, DecoderLayer
 from .embeddings import Embeddings, PositionalEncoding, LearnedPositionalEmbedding, tie_weights
 
 # %% auto #0
-__all__ = ['Encoder', 'Decoder', 'Transformer', 'TransformerConfig', 'check_types', 'make_model', 'count_parameters']
-
-# %% ../nbs/04_model.ipynb #98c1dd97
-class Encoder(nn.Module):
-    "N encoder layers (§3.1); a final LayerNorm only in pre-norm mode."
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, d_k: int | None = None):
-        super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k) for _ in range(n_layers))
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-
-    def forward(self, x: Tensor, # embedded source (B, S, D)
-                src_key_padding_mask: Tensor | None = None, # bool (B, S)
-                need_weights: bool = False): # also return each layer's weights (B, H, S, S)
-        weights = []
-        for layer in self.layers:
-            x = layer(x, src_key_padding_mask, need_weights)
-            if need_weights: x, w = x; weights.append(w)
-        x = self.norm(x)  # (B, S, D)
-        return (x, weights) if need_weights else x
-
-# %% ../nbs/04_model.ipynb #baa5f281
-class Decoder(nn.Module):
-    "N decoder layers (§3.1); a final LayerNorm only in pre-norm mode."
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, d_k: int | None = None):
-        super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k) for _ in range(n_layers))
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-
-    def forward(self, x: Tensor, # embedded target (B, T, D)
-                memory: Tensor, # encoder output (B, S, D)
-                tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
-                memory_key_padding_mask: Tensor | None = None, # bool (B, S)
-                cache: list | None = None, # one {"self": {}, "cross": {}} per layer
-                need_weights: bool = False): # also return each layer's {"self", "cross"} weights
-        weights = []
-        for i, layer in enumerate(self.layers):
-            x = layer(x, memory, None, tgt_key_padding_mask, memory_key_padding_mask,
-                      None if cache is None else cache[i], need_weights)
-            if need_weights: x, w = x; weights.append(w)
-        x = self.norm(x)  # (B, T, D)
-        return (x, weights) if need_weights else x
-
-# %% ../nbs/04_model.ipynb #5f8b9f42
-class Transformer(nn.Module):
-    "The encoder-decoder Transformer of §3; returns logits (B, T, V)."
-    def __init__(self, src_embed: Embeddings, tgt_embed: Embeddings, pos: nn.Module, tgt_pos: nn.Module,
-                 encoder: Encoder, decoder: Decoder, generator: nn.Linear, cfg: TransformerConfig | None = None):
-        super().__init__()
-        self.src_embed, self.tgt_embed, self.pos, self.tgt_pos = src_embed, tgt_embed, pos, tgt_pos
-        self.encoder, self.decoder, self.generator = encoder, decoder, generator
-        self.cfg = cfg  # kept so checkpoints can rebuild the model: asdict(model.cfg)
-
-    def encode(self, src: Tensor, # source ids (B, S)
-               src_key_padding_mask: Tensor | None = None, # bool (B, S), True at padding
-               need_weights: bool = False) -> Tensor: # memory (B, S, D)
-        return self.encoder(self.pos(self.src_embed(src)), src_key_padding_mask, need_weights)
-
-    def decode(self, tgt: Tensor, # target ids so far (B, T), BOS first
-               memory: Tensor, # (B, S, D)
-               memory_key_padding_mask: Tensor | None = None, # bool (B, S)
-               tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
-               cache: list | None = None, # from `init_cache`, for incremental decoding
-               offset: int = 0, # position of tgt[:, 0] (the number of cached steps)
-               need_weights: bool = False) -> Tensor: # hidden states (B, T, D)
-        x = self.tgt_pos(self.tgt_embed(tgt), offset)  # (B, T, D)
-        return self.decoder(x, memory, tgt_key_padding_mask, memory_key_padding_mask, cache, need_weights)
-
-    def forward(self, src: Tensor, # (B, S)
-                tgt: Tensor, # decoder input (B, T): the target shifted right
-                src_key_padding_mask: Tensor | None = None, # bool (B, S)
-                tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
-               ) -> Tensor: # logits (B, T, V)
-        memory = self.encode(src, src_key_padding_mask)  # (B, S, D)
-        return self.generator(self.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask))  # (B, T, V)
-
-    def init_cache(self) -> list:
-        "An empty key/value cache: one {'self': {}, 'cross': {}} per decoder layer."
-        return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
+__all__ = ['TransformerConfig', 'check_types', 'Encoder', 'Decoder', 'Transformer', 'make_model', 'count_parameters']
 
 # %% ../nbs/04_model.ipynb #b3db6dda
 @dataclass
@@ -173,6 +94,85 @@ def check_types(cfg):
         if not _fits(v, tp):
             want = str(tp).replace("typing.", "").replace("<class '", "").replace("'>", "")
             raise TypeError(f"{f.name}={v!r}: expected {want}, got {type(v).__name__}")
+
+# %% ../nbs/04_model.ipynb #98c1dd97
+class Encoder(nn.Module):
+    "N encoder layers (§3.1); a final LayerNorm only in pre-norm mode."
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+                 norm_first: bool = False, d_k: int | None = None):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, # embedded source (B, S, D)
+                src_key_padding_mask: Tensor | None = None, # bool (B, S)
+                need_weights: bool = False): # also return each layer's weights (B, H, S, S)
+        weights = []
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask, need_weights)
+            if need_weights: x, w = x; weights.append(w)
+        x = self.norm(x)  # (B, S, D)
+        return (x, weights) if need_weights else x
+
+# %% ../nbs/04_model.ipynb #baa5f281
+class Decoder(nn.Module):
+    "N decoder layers (§3.1); a final LayerNorm only in pre-norm mode."
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+                 norm_first: bool = False, d_k: int | None = None):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, # embedded target (B, T, D)
+                memory: Tensor, # encoder output (B, S, D)
+                tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
+                memory_key_padding_mask: Tensor | None = None, # bool (B, S)
+                cache: list | None = None, # one {"self": {}, "cross": {}} per layer
+                need_weights: bool = False): # also return each layer's {"self", "cross"} weights
+        weights = []
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, None, tgt_key_padding_mask, memory_key_padding_mask,
+                      None if cache is None else cache[i], need_weights)
+            if need_weights: x, w = x; weights.append(w)
+        x = self.norm(x)  # (B, T, D)
+        return (x, weights) if need_weights else x
+
+# %% ../nbs/04_model.ipynb #5f8b9f42
+class Transformer(nn.Module):
+    "The encoder-decoder Transformer of §3; returns logits (B, T, V)."
+    def __init__(self, src_embed: Embeddings, tgt_embed: Embeddings, pos: nn.Module, tgt_pos: nn.Module,
+                 encoder: Encoder, decoder: Decoder, generator: nn.Linear, cfg: TransformerConfig | None = None):
+        super().__init__()
+        self.src_embed, self.tgt_embed, self.pos, self.tgt_pos = src_embed, tgt_embed, pos, tgt_pos
+        self.encoder, self.decoder, self.generator = encoder, decoder, generator
+        self.cfg = cfg  # kept so checkpoints can rebuild the model: asdict(model.cfg)
+
+    def encode(self, src: Tensor, # source ids (B, S)
+               src_key_padding_mask: Tensor | None = None, # bool (B, S), True at padding
+               need_weights: bool = False) -> Tensor: # memory (B, S, D)
+        return self.encoder(self.pos(self.src_embed(src)), src_key_padding_mask, need_weights)
+
+    def decode(self, tgt: Tensor, # target ids so far (B, T), BOS first
+               memory: Tensor, # (B, S, D)
+               memory_key_padding_mask: Tensor | None = None, # bool (B, S)
+               tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
+               cache: list | None = None, # from `init_cache`, for incremental decoding
+               offset: int = 0, # position of tgt[:, 0] (the number of cached steps)
+               need_weights: bool = False) -> Tensor: # hidden states (B, T, D)
+        x = self.tgt_pos(self.tgt_embed(tgt), offset)  # (B, T, D)
+        return self.decoder(x, memory, tgt_key_padding_mask, memory_key_padding_mask, cache, need_weights)
+
+    def forward(self, src: Tensor, # (B, S)
+                tgt: Tensor, # decoder input (B, T): the target shifted right
+                src_key_padding_mask: Tensor | None = None, # bool (B, S)
+                tgt_key_padding_mask: Tensor | None = None, # bool (B, T)
+               ) -> Tensor: # logits (B, T, V)
+        memory = self.encode(src, src_key_padding_mask)  # (B, S, D)
+        return self.generator(self.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask))  # (B, T, V)
+
+    def init_cache(self) -> list:
+        "An empty key/value cache: one {'self': {}, 'cross': {}} per decoder layer."
+        return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
 
 # %% ../nbs/04_model.ipynb #d30ec41a
 def make_model(cfg: TransformerConfig) -> Transformer:

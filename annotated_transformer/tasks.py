@@ -48,7 +48,7 @@ class Task:
     "A task of `at-train`: its name, one line for `--help`, its data builder, the three configs, and whether `--model` applies."
     name: str
     description: str  # one line for `at-train --help`
-    build: Callable[..., TaskData]  # its data builder: `build_data`, `build_parsing_data` or `build_chart_data` (below)
+    build: Callable  # its data builder, which returns a `TaskData`: `build_data`, `build_parsing_data` or `build_chart_data` (below)
     model: TransformerConfig | ChartConfig
     train: TrainConfig
     data: DataSpec
