@@ -189,11 +189,12 @@ def _record(d, where: str) -> Checkpoint:
 
 def _read_file(path: Path) -> Checkpoint:
     "One checkpoint file (tensors and plain data only), its checksum and weights verified; anything else a `CheckpointError` naming it."
-    if not path.exists(): raise CheckpointError(f"{path}: checkpoint not found")
+    if not path.exists():  # most often a run not trained yet: `at-train TASK` writes runs/TASK (the README's examples name it)
+        raise CheckpointError(f"{path}: checkpoint not found (no such file or directory; at-train writes a run directory: train it first)")
     try: d = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, not a torch file, a pickle that is not plain data
-        why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"{path}: not a readable checkpoint ({why}); it may be truncated or not a torch file") from None
+        raise CheckpointError(f"{path}: not a readable checkpoint: not a file torch.save wrote, cut short, or a pickle of more than "
+                              f"tensors and plain data ({type(e).__name__})") from None  # PyTorch's own message is pages long
     ck = _record(d, str(path))
     if "checksum" in d and d["checksum"] != state_checksum(d):
         raise CheckpointError(f"{path}: damaged: its contents differ from the checksum written with it (bytes changed on disk or in a copy)")

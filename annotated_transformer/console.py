@@ -69,11 +69,16 @@ def run_script(prog: str, # the console script's name, e.g. "at-train"
 
 # %% ../nbs/30a_console.ipynb #b2d0c010
 class HelpFormatter(argparse.HelpFormatter):
-    "Each option's default after its help (not a required option's, a flag's, or one its help states); each line of a description wrapped alone."
+    """Each option's default after its help (not a required option's, a plain flag's, or one its help states): an on/off option
+    shows which of its two spellings is the default, an empty text shows as ''; each line of a description wrapped alone."""
     def _get_help_string(self, action):
         h = action.help or ""
-        if action.required or action.nargs == 0 or "(default" in h or action.default is argparse.SUPPRESS: return h
-        return h + (" (default: none)" if action.default is None else " (default: %(default)s)")
+        if action.required or "default:" in h or action.default is argparse.SUPPRESS: return h
+        if isinstance(action, argparse.BooleanOptionalAction):  # --x / --no-x: the task's or the config's setting
+            return h + f" (default: {action.option_strings[0] if action.default else action.option_strings[-1]})"
+        if action.nargs == 0: return h  # a plain flag (--debug): off unless given
+        if action.default is None: return h + " (default: none)"
+        return h + (" (default: '')" if action.default == "" else " (default: %(default)s)")
     def _fill_text(self, text, width, indent):  # a line that starts with spaces (a listing) is kept as it is
         return "\n".join(indent + l if not l.strip() or l[0] == " " else textwrap.fill(l, width, initial_indent=indent, subsequent_indent=indent)
                          for l in text.splitlines())

@@ -151,7 +151,7 @@ def bench_plan(presets: str, # comma-separated names of `BENCH_PRESETS`: model s
     if (compile if compile is not None else dev.type == "cuda" and benchmarks is None) and "compile" not in chosen: chosen += ("compile",)
     if checkpoint is not None:  # read now, not after minutes of other benchmarks: a damaged or foreign file fails here
         if not Path(checkpoint).exists(): raise ValueError(f"checkpoint={checkpoint}: no such file or directory")
-        try: load_checkpoint(checkpoint).served_by("at-translate")  # ct2 decodes what at-translate serves
+        try: load_checkpoint(checkpoint).served_by("at-translate", "at-bench --benchmarks ct2")  # ct2 decodes what at-translate serves
         except CheckpointError as e: raise ValueError(f"checkpoint={checkpoint}: {e}") from None
     if checkpoint is not None and benchmarks is None: chosen += ("ct2",)
     if "ct2" in chosen and checkpoint is None:

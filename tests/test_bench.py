@@ -152,7 +152,7 @@ def test_cli_reads_the_checkpoint_before_any_benchmark(tmp_path, capsys):
     save_checkpoint(make_checkpoint(make_model(TransformerConfig.tiny(n_layers=1)), step=1), ids_run, 1)
     out = tmp_path / "b.json"
     for ck, message in [(empty, "not a readable checkpoint"), (tmp_path / "no-ckpt", "no checkpoint in this directory"),
-                        (ids_run, "holds a transformer model (token ids), which at-translate does not serve; no command reads text for it: it holds no tokenizer"),
+                        (ids_run, "holds a transformer model (token ids), which at-bench --benchmarks ct2 does not serve; no command reads text for it: it holds no tokenizer"),
                         (tmp_path / "missing.pt", "no such file or directory")]:
         if ck.name == "no-ckpt": ck.mkdir()
         try: rc = bench_main(["--presets", "tiny", "--checkpoint", str(ck), "--out", str(out)])

@@ -152,10 +152,18 @@ def test_help_describes_every_option_and_shows_its_default(prog, cli):
         h = " ".join(fmt._expand_help(a).split()) if a.help else ""
         if name not in r.stdout: problems.append(f"{name}: not in --help")
         if not h or h == a.dest: problems.append(f"{name}: no description")
-        if h.count("(default") > 1: problems.append(f"{name}: its default twice: {h}")
+        if h.count("default:") > 1: problems.append(f"{name}: its default twice: {h}")
         if a.required and "(default" in h: problems.append(f"{name}: required, but shows a default: {h}")
-        if not a.required and a.nargs != 0 and "(default" not in h: problems.append(f"{name}: no default shown: {h}")
+        on_off = isinstance(a, argparse.BooleanOptionalAction)  # --x / --no-x: its default depends on the task, so it is shown
+        if not a.required and (a.nargs != 0 or on_off) and "default" not in h: problems.append(f"{name}: no default shown: {h}")
+        if "(default: )" in h: problems.append(f"{name}: an empty default shown as nothing: {h}")
     assert not problems, "\n".join(problems)
+
+def test_an_on_off_option_shows_the_tasks_setting():
+    "multi30k trains pre-norm and copy post-norm: each task's --help says which spelling is its default."
+    h = lambda task: " ".join(train_argparser(task).format_help().split())
+    assert "(default: --norm-first)" in h("multi30k") and "(default: --no-norm-first)" in h("copy")
+    assert "--keep-best STR" in h("copy") and "(default: '')" in h("copy")
 
 DEVICE_ARGS = {"at-train": ["copy"], "at-translate": ["--checkpoint", "CK"], "at-parse": ["--checkpoint", "CK"],
                "at-variations": ["--out", "OUT"], "at-bench": [], "at-evaluate": ["RUN", "--test", "test", "--out", "OUT"]}

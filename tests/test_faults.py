@@ -308,3 +308,18 @@ def test_evaluate_checks_its_output_before_decoding_and_leaves_nothing(tmp_path,
     out = tmp_path / "res"
     with pytest.raises(CheckpointError, match="No space left on device"): E.evaluate_run(run, None, None, out)
     assert not decoded and not out.exists()
+
+
+# ---------------------------------------------------------------- issue 63: a checkpoint that cannot be read says so in our words
+@pytest.mark.parametrize("content", [b"hello\n", bytes(range(256)) * 2])
+def test_an_unreadable_checkpoint_is_one_line_without_pytorchs_text(tmp_path, content):
+    "A text file or random bytes given as a checkpoint: one line naming the file, not PyTorch's pages-long (and cut) message."
+    from annotated_transformer.checkpoint import load_checkpoint, CheckpointError
+    p = tmp_path / "notes.pt"; p.write_bytes(content)
+    with pytest.raises(CheckpointError) as e: load_checkpoint(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: not a readable checkpoint") and "\n" not in msg and "weights_only" not in msg and "torch.load" not in msg, msg
+
+def test_a_missing_run_says_to_train_it_first(tmp_path):
+    from annotated_transformer.checkpoint import load_checkpoint, CheckpointError
+    with pytest.raises(CheckpointError, match="checkpoint not found .*train it first"): load_checkpoint(tmp_path / "runs" / "ptb-sample")

@@ -318,11 +318,17 @@ def _written_by(path: Path) -> str | None:
     return words[2] if len(words) > 2 and words[1].endswith("chart_study.py") else None
 
 OUT_NAMED = ("ensemble", "test23", "test23-ensemble")  # the commands that take --out NAME.json
+USAGE = "usage: python tools/chart_study.py COMMAND [RUN...] [--out NAME.json]  (--help: the commands and what each writes)"
+
+class UsageError(SystemExit):
+    "A missing or unknown command, or a wrong count of runs: one line (the exit code); run as a script, the usage after it and exit 2."
 
 def main(argv: list[str]) -> None:
     "Check the command line, then run the command: a bad command, argument count or run directory gets one line and a non-zero exit."
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip()); return
     if not argv or argv[0] not in COMMANDS:
-        sys.exit(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {argv[0] if argv else 'nothing'!r}")
+        raise UsageError(f"chart_study.py: expected a command, one of {', '.join(COMMANDS)}; got {repr(argv[0]) if argv else 'nothing'}")
     (fn, n), args = COMMANDS[argv[0]], argv[1:]
     kw = {}
     if "--out" in args:  # COMMAND RUN... --out NAME.json: another results file than the command's own (test23*: and NAME.pred.txt)
@@ -337,7 +343,7 @@ def main(argv: list[str]) -> None:
     if len(args) != n and not (n < 0 and len(args) >= -n):
         what = {0: "no arguments", 1: "RUN, a run directory or checkpoint", 2: "RUN and OTHER, two run directories or checkpoints",
                 -2: "two or more run directories or checkpoints"}[n]
-        sys.exit(f"chart_study.py {argv[0]}: expected {what}; got {len(args)}")
+        raise UsageError(f"chart_study.py {argv[0]}: expected {what}; got {len(args)}")
     for a in args:
         if not (Path(a).is_dir() or (argv[0] != "average" and Path(a).is_file())):
             sys.exit(f"chart_study.py {argv[0]}: {a}: not a run directory{'' if argv[0] == 'average' else ' or checkpoint file'}")
@@ -353,4 +359,7 @@ def main(argv: list[str]) -> None:
             if any(d.iterdir()): break
             d.rmdir()
 
-if __name__ == "__main__": main(sys.argv[1:])
+if __name__ == "__main__":
+    try: main(sys.argv[1:])
+    except UsageError as e:
+        print(e.code, USAGE, sep="\n", file=sys.stderr); sys.exit(2)

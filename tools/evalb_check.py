@@ -126,6 +126,13 @@ def main(pred: str):
               f"{c['sentences_that_differ']} differ; F1 all {c['totals']['all']['c']['f1']} / {c['totals']['all']['python']['f1']}")
     print(f"wrote {OUT}")
 
+USAGE = "usage: python tools/evalb_check.py PRED  (--help: what it compares and writes)"
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2: sys.exit(__doc__)
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip()); sys.exit(0)
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        got = "nothing" if len(sys.argv) == 1 else repr(sys.argv[1]) if len(sys.argv) == 2 else f"{len(sys.argv) - 1} arguments"
+        print(f"evalb_check.py: expected one argument, PRED (section 22 parsed by at-parse); got {got}", USAGE, sep="\n", file=sys.stderr)
+        sys.exit(2)
     main(*sys.argv[1:])

@@ -78,6 +78,22 @@ def test23(seconds: float):
                 hardware=hardware(), note="blind: section 23 gold trees are not available to the project; nothing was tuned on it")
     Path("results/ptb/test23.json").write_text(json.dumps(meta, indent=1) + "\n")
 
-if __name__ == "__main__":
+USAGE = "usage: python tools/parsing_study.py {dev | why | test23 SECONDS}  (--help: what each command writes)"
+
+def main(argv: list[str]) -> int:
+    "Check the command line, then run the command; --help prints the docstring, a bad command line one line and the usage (exit 2)."
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip()); return 0
+    def bad(what: str) -> int:
+        print(f"parsing_study.py: {what}", USAGE, sep="\n", file=sys.stderr); return 2
+    if not argv or argv[0] not in ("dev", "why", "test23"):
+        return bad(f"expected a command, one of dev, why, test23; got {repr(argv[0]) if argv else 'nothing'}")
+    if argv[0] == "test23":
+        try: seconds, = map(float, argv[1:])
+        except ValueError: return bad(f"test23: expected SECONDS, the at-parse run's wall-clock seconds (one number); got {argv[1:]}")
+    elif len(argv) > 1: return bad(f"{argv[0]}: expected no arguments; got {argv[1:]}")
     torch.set_num_threads(1)
-    {"dev": dev, "why": why, "test23": lambda: test23(float(sys.argv[2]))}[sys.argv[1]]()
+    {"dev": dev, "why": why, "test23": lambda: test23(seconds)}[argv[0]]()
+    return 0
+
+if __name__ == "__main__": sys.exit(main(sys.argv[1:]))
