@@ -304,7 +304,7 @@ def _variations(argv: list[str]) -> int:
     a = vars(p.parse_args(argv))
     unknown = [r for r in a["rows"] or [] if r not in ROWS]
     if unknown: p.error(f"--rows: unknown rows {unknown}; choose from {', '.join(ROWS)}")
-    if Path(a["out"]).is_file(): p.error(f"--out {a['out']}: is a file; expected a directory")
+    check_output_dir(p, "--out", a["out"])  # a file in its way or an unwritable place: exit 1; an empty name: exit 2
     try: s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})
     except ValueError as e: p.error(as_option(e))
     s = replace(s, device=pick_device(p, s.device))  # what the grid records: the device it ran on

@@ -44,6 +44,7 @@ class TrainConfig:
         if isinstance(self.compile, bool): self.compile = "on" if self.compile else "off"  # True/False, as older runs stored it
         check_types(self)
         if self.compile not in COMPILE_MODES: raise ValueError(f"compile={self.compile!r}: expected one of {', '.join(map(repr, COMPILE_MODES))}")
+        if not str(self.run_dir).strip(): raise ValueError(f"run_dir={self.run_dir!r}: expected a directory (an empty one would write the run into the working directory)")
         if self.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):

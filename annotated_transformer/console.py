@@ -8,9 +8,9 @@ import argparse, math, os, re, signal, sys, textwrap, threading
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'check_output',
-           'check_output_dir', 'as_option', 'device_name', 'add_device', 'pick_device', 'write_lines', 'blank_note',
-           'no_sentences']
+__all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'bad_file',
+           'check_output', 'check_output_dir', 'as_option', 'device_name', 'add_device', 'pick_device', 'write_lines',
+           'blank_note', 'no_sentences']
 
 # %% ../nbs/30a_console.ipynb #b2d0c007
 def _stop_at_once(prog: str):
@@ -105,22 +105,28 @@ def number(kind: type = int, # int or float
     return parse
 
 # %% ../nbs/30a_console.ipynb #30f4dafe
+def bad_file(parser: argparse.ArgumentParser, message: str):
+    "A file that cannot be read or written: one line, exit 1 (a bad option is `parser.error`'s exit 2, with a pointer to --help)."
+    parser.exit(1, f"{parser.prog}: error: {message}\n")
+
 def check_output(parser: argparse.ArgumentParser, option: str, path: str | None):
-    "Refuse an output path that cannot be written before any work starts (a directory, or a missing or read-only parent)."
+    "Refuse an output path that cannot be written before any work starts (a directory, or a missing or read-only parent): a bad file, exit 1."
     if path in (None, "-"): return
+    if not path.strip(): parser.error(f"{option} {path!r}: expected a file name (or - for stdout)")
     p = Path(path)
-    if p.is_dir(): parser.error(f"{option} {path}: is a directory; expected a file name")
+    if p.is_dir(): bad_file(parser, f"{option} {path}: is a directory; expected a file name")
     parent = p.resolve().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK): parser.error(f"{option} {path}: its directory does not exist or is not writable")
+    if not parent.is_dir() or not os.access(parent, os.W_OK): bad_file(parser, f"{option} {path}: its directory does not exist or is not writable")
 
 def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
-    "Refuse an output directory that cannot be made before any work starts: a file in its way, or no permission to write."
+    "Refuse an output directory that cannot be made before any work starts: a file in its way, or no permission to write (exit 1)."
+    if not path.strip(): parser.error(f"{option} {path!r}: expected a directory (an empty one is the working directory)")
     p = Path(path)
-    if p.is_file(): parser.error(f"{option} {path}: is a file; expected a directory")
+    if p.is_file(): bad_file(parser, f"{option} {path}: is a file; expected a directory")
     up = p.resolve()
     while not up.exists(): up = up.parent
-    if not up.is_dir(): parser.error(f"{option} {path}: {up} is a file, so the directory cannot be made there")
-    if not os.access(up, os.W_OK): parser.error(f"{option} {path}: {up} is not writable")
+    if not up.is_dir(): bad_file(parser, f"{option} {path}: {up} is a file, so the directory cannot be made there")
+    if not os.access(up, os.W_OK): bad_file(parser, f"{option} {path}: {up} is not writable")
 
 # %% ../nbs/30a_console.ipynb #27f71579
 def as_option(error: Exception) -> str:

@@ -285,6 +285,7 @@ ROWS = [
     row("train-unknown-option-before-task", "at-train", lambda c: ["--stepz", "5", "copy", *TRAIN_COPY], 2, "--stepz"),
     row("train-option-value-missing-before-task", "at-train", lambda c: ["--max-steps", "copy"], 2, opt("max_steps")),
     row("train-option-before-task-ok", "at-train", lambda c: ["--max-steps", "2", *tr(c)], 0, ""),
+    row("train-run-dir-empty", "at-train", lambda c: tr(c, "--run-dir", ""), 2, "--run-dir ''"),  # an empty name would write into the working directory
     # numbers: zero, negative, NaN, inf, not a number
     row("train-max-steps-0", "at-train", lambda c: tr(c, "--max-steps", "0"), 2, opt("max_steps")),
     row("train-max-steps-neg", "at-train", lambda c: tr(c, "--max-steps", "-1"), 2, opt("max_steps")),
@@ -413,12 +414,13 @@ ROWS = [
         marks=no_cuda),
     # the output
     row("translate-output-in-missing-dir", "at-translate",
-        lambda c: tl(c, None, "--output", str(c.tmp / "no" / "such" / "out.txt")), X, ("--output", "out.txt")),
-    row("translate-output-is-directory", "at-translate", lambda c: tl(c, None, "--output", c.d("outdir")), X,
+        lambda c: tl(c, None, "--output", str(c.tmp / "no" / "such" / "out.txt")), 1, ("--output", "out.txt")),
+    row("translate-output-is-directory", "at-translate", lambda c: tl(c, None, "--output", c.d("outdir")), 1,
         ("--output", "outdir")),
     row("translate-output-under-a-file", "at-translate",
-        lambda c: tl(c, None, "--output", str(c.blocked() / "out.txt")), X, ("--output", "blocker")),
+        lambda c: tl(c, None, "--output", str(c.blocked() / "out.txt")), 1, ("--output", "blocker")),
 
+    row("translate-output-empty", "at-translate", lambda c: tl(c, None, "--output", ""), 2, "--output ''"),
     # ======== at-evaluate: the run directory and its checkpoints
     row("evaluate-run-missing", "at-evaluate", lambda c: ev(c, c.tmp / "norun"), X, "norun"),
     row("evaluate-device-cuda-without-cuda", "at-evaluate", lambda c: ev(c, None, "--device", "cuda"), 2, "cuda", marks=no_cuda),
@@ -457,15 +459,16 @@ ROWS = [
     row("evaluate-select-beam-0", "at-evaluate", lambda c: ev(c, None, "--select-beam", "0"), 2, "--select-beam"),
     row("evaluate-average-0", "at-evaluate", lambda c: ev(c, None, "--average", "0"), 2, "--average"),
     # outputs
-    row("evaluate-out-under-a-file", "at-evaluate", lambda c: [*ev(c), "--out", str(c.blocked() / "res")], X,
+    row("evaluate-out-under-a-file", "at-evaluate", lambda c: [*ev(c), "--out", str(c.blocked() / "res")], 1,
         ("--out", "blocker")),
-    row("evaluate-out-is-a-file", "at-evaluate", lambda c: [*ev(c), "--out", str(c.blocked("res.txt"))], X,
+    row("evaluate-out-is-a-file", "at-evaluate", lambda c: [*ev(c), "--out", str(c.blocked("res.txt"))], 1,
         ("--out", "res.txt")),
     row("evaluate-save-chosen-in-missing-dir", "at-evaluate",
-        lambda c: ev(c, None, "--save-chosen", str(c.tmp / "no" / "chosen.pt")), X, ("--save-chosen", "chosen.pt")),
-    row("evaluate-save-chosen-is-directory", "at-evaluate", lambda c: ev(c, None, "--save-chosen", c.d("chosen.pt")), X,
+        lambda c: ev(c, None, "--save-chosen", str(c.tmp / "no" / "chosen.pt")), 1, ("--save-chosen", "chosen.pt")),
+    row("evaluate-save-chosen-is-directory", "at-evaluate", lambda c: ev(c, None, "--save-chosen", c.d("chosen.pt")), 1,
         ("--save-chosen", "chosen.pt")),
 
+    row("evaluate-out-empty", "at-evaluate", lambda c: [*ev(c), "--out", ""], 2, "--out ''"),
     # ======== at-parse: the checkpoint
     row("parse-checkpoint-missing", "at-parse", lambda c: pa(c, c.tmp / "missing.pt"), X, "missing.pt"),
     row("parse-checkpoint-empty", "at-parse", lambda c: pa(c, c.bad / "empty.pt"), X, "empty.pt"),
@@ -508,10 +511,11 @@ ROWS = [
     row("parse-max-len-b-neg", "at-parse", lambda c: pa(c, None, "--max-len-b", "-5"), 2, "--max-len-b"),
     row("parse-device-cuda-without-cuda", "at-parse", lambda c: pa(c, None, "--device", "cuda"), 2, "cuda", marks=no_cuda),
     # the output
-    row("parse-output-in-missing-dir", "at-parse", lambda c: pa(c, None, "--output", str(c.tmp / "no" / "out.trees")), 2,
+    row("parse-output-in-missing-dir", "at-parse", lambda c: pa(c, None, "--output", str(c.tmp / "no" / "out.trees")), 1,
         "--output"),
-    row("parse-output-is-directory", "at-parse", lambda c: pa(c, None, "--output", c.d("outdir")), 2, "--output"),
+    row("parse-output-is-directory", "at-parse", lambda c: pa(c, None, "--output", c.d("outdir")), 1, "--output"),
 
+    row("parse-output-empty", "at-parse", lambda c: pa(c, None, "--output", ""), 2, "--output ''"),
     # ======== at-variations: settings
     row("variations-steps-0", "at-variations", lambda c: va(c, "--steps", "0"), 2, "--steps"),
     row("variations-steps-neg", "at-variations", lambda c: va(c, "--steps", "-1"), 2, "--steps"),
@@ -529,8 +533,9 @@ ROWS = [
     row("variations-precision-xx", "at-variations", lambda c: va(c, "--precision", "xx"), 2, "--precision"),
     row("variations-rows-unknown", "at-variations", lambda c: va(c, rows=("nope",)), 2, "nope"),
     # the output directory and what is already in it
-    row("variations-out-under-a-file", "at-variations", lambda c: va(c, out=c.blocked() / "grid"), X, "choose another --out"),
-    row("variations-out-is-a-file", "at-variations", lambda c: va(c, out=c.blocked("grid.txt")), X, ("--out", "grid.txt")),
+    row("variations-out-under-a-file", "at-variations", lambda c: va(c, out=c.blocked() / "grid"), 1, ("--out", "blocker")),
+    row("variations-out-is-a-file", "at-variations", lambda c: va(c, out=c.blocked("grid.txt")), 1, ("--out", "grid.txt")),
+    row("variations-out-empty", "at-variations", lambda c: ["--out", "", *va(c)[2:]], 2, "--out ''"),
     row("variations-settings-differ", "at-variations", lambda c: [*grid_with(c, table3()), "--steps", "3"], X,
         "settings.json"),
     row("variations-settings-torn", "at-variations", lambda c: grid_with(c, table3(), settings='{"steps": 2, "max_'), X,
@@ -566,9 +571,9 @@ ROWS = [
     row("bench-precision-fp16", "at-bench", lambda c: be(c, "--precisions", "fp16"), 2, "--precisions"),
     row("bench-device-xx", "at-bench", lambda c: be(c, "--device", "xx"), 2, "--device"),
     row("bench-device-cuda-without-cuda", "at-bench", lambda c: be(c, "--device", "cuda"), 2, "--device", marks=no_cuda),
-    row("bench-out-under-a-file", "at-bench", lambda c: be(c, "--out", str(c.blocked() / "bench.json")), X,
+    row("bench-out-under-a-file", "at-bench", lambda c: be(c, "--out", str(c.blocked() / "bench.json")), 1,
         ("--out", "blocker")),
-    row("bench-out-is-directory", "at-bench", lambda c: be(c, "--out", c.d("benchdir")), X, ("--out", "benchdir")),
+    row("bench-out-is-directory", "at-bench", lambda c: be(c, "--out", c.d("benchdir")), 1, ("--out", "benchdir")),
     row("bench-tiny-run-succeeds", "at-bench", lambda c: be(c), 0, "", post=bench_written),
 ]
 
