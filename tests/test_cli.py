@@ -62,9 +62,9 @@ def test_dashes_underscores_and_option_order_agree():
     assert find_task(["--precision", "fp32", "--betas", "0.9", "0.99", "ptb-small"]) == "ptb-small"
 
 def test_unknown_option_is_an_error_with_usage(tmp_path, cli):
-    "One line, the error first and where to look after it: no usage block before it."
+    "One line, the error first and where to look after it (no usage block before it), worded as every command words it."
     r = cli(train_main, "copy", "--stepz", "5")
-    assert r.returncode == 2 and r.stderr.splitlines() == ["at-train: error: unrecognized option --stepz; see at-train --help"], r.stderr
+    assert r.returncode == 2 and r.stderr.splitlines() == ["at-train: error: unrecognized arguments: --stepz (see at-train --help)"], r.stderr
 
 def test_tasks_are_values_not_registrations():
     "Importing a module adds no task: TASKS is written out in tasks.py, parsing included, each with its description."
