@@ -23,8 +23,8 @@ from .data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'ChartConfig', 'ChartParser', 'partition', 'tree_score', 'margin_loss', 'span_loss',
-           'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader', 'ensemble_scores', 'chart_parse',
-           'ChartObjective', 'plot_span_chart']
+           'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader', 'ensemble_scores', 'check_vocab_sizes',
+           'chart_parse', 'ChartObjective', 'plot_span_chart']
 
 # %% ../nbs/20_chart_parser.ipynb #62194a0c
 PAD, UNK, BOS, EOS = 0, 1, 2, 3  # word and character ids shared by every vocabulary
@@ -304,6 +304,12 @@ def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, 
     return lp - lp[..., :1]
 
 # %% ../nbs/20_chart_parser.ipynb #c3b2ee65
+def check_vocab_sizes(cfg: ChartConfig, vocab: ChartVocab, who: str = "the model"):  # who: what the message calls the parser
+    "A `ValueError` naming both sizes where `cfg` was sized for another vocabulary (words, characters, labels, and tags with a tagger)."
+    want = dict(n_words=len(vocab.words), n_chars=len(vocab.chars), n_labels=len(vocab.labels), n_tags=len(vocab.tags) if cfg.tag_loss else 0)
+    have = {f: (getattr(cfg, f) if f != "n_tags" or cfg.tag_loss else 0) for f in want}
+    if have != want: raise ValueError(f"{who}: sized for another vocabulary ({have}, the vocabulary {want})")
+
 @torch.no_grad()
 def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained with the same vocabulary
                 vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
@@ -312,11 +318,9 @@ def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemb
     "Parse tokenized sentences: label scores (an ensemble's `ensemble_scores`), CKY, then trees with the given, predicted or `XX` preterminals, in input order."
     models = list(model) if isinstance(model, (list, tuple)) else [model]
     if not models: raise ValueError("model: an empty ensemble; expected a ChartParser or a list of them")
-    sizes = dict(n_words=len(vocab.words), n_chars=len(vocab.chars), n_labels=len(vocab.labels))
     for k, m in enumerate(models):
         if not isinstance(m, ChartParser): raise TypeError(f"model[{k}]: a {type(m).__name__}; expected a ChartParser")
-        if {f: getattr(m.cfg, f) for f in sizes} != sizes:
-            raise ValueError(f"model[{k}]: sized for another vocabulary ({ {f: getattr(m.cfg, f) for f in sizes} }, the vocabulary {sizes})")
+        check_vocab_sizes(m.cfg, vocab, f"model[{k}]")
         m.eval()
     dev, out = next(models[0].parameters()).device, [None] * len(sentences)
     order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))

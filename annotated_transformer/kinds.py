@@ -11,7 +11,7 @@ import torch.nn as nn
 from .config import TransformerConfig
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
-from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_parse
+from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_parse, check_vocab_sizes
 from .data import SubwordTokenizer
 from .loss import SequenceObjective
 
@@ -115,11 +115,6 @@ def _chart_decode(model, vocab: ChartVocab, sentences: list[list[str]], batch_si
 
 def _chart_longest(model: ChartParser) -> int: return model.cfg.max_len - 2  # its positions, less BOS and EOS
 
-def _check_chart_vocab(cfg: ChartConfig, vocab: ChartVocab):
-    if [cfg.n_words, cfg.n_chars, cfg.n_labels, cfg.n_tags if cfg.tag_loss else 0] != [
-            len(vocab.words), len(vocab.chars), len(vocab.labels), len(vocab.tags) if cfg.tag_loss else 0]:
-        raise ValueError("its vocabulary does not match the model's sizes")
-
 TRANSLATE = "annotated_transformer.inference:translate"
 TRANSFORMER = register(ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
                                  tokenizer=SubwordTokenizer, label="Transformer translator", decode=TRANSLATE))
@@ -131,4 +126,4 @@ SEQ2SEQ_PARSER = register(ModelKind("seq2seq-parser", TransformerConfig, make_mo
                                     check="annotated_transformer.parser:check_parsing_vocab"))
 CHART = register(ModelKind("chart", ChartConfig, ChartParser, reads="words", command="at-parse", tokenizer=ChartVocab,
                            objective=_chart_objective, label="chart parser", decode=_chart_decode, longest=_chart_longest,
-                           check=_check_chart_vocab, ensemble=True))
+                           check=check_vocab_sizes, ensemble=True))

@@ -53,7 +53,7 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
     assert long.returncode == 1 and "line 1: 400 words; this model parses at most 298" in long.stderr
     ck = load_checkpoint(trained / "best.pt"); ck.tokenizer["labels"] = ck.tokenizer["labels"][:-1]
     write_checkpoint(ck, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match="does not match the model's sizes"): load_parser(tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="sized for another vocabulary"): load_parser(tmp_path / "bad.pt")
     out = tmp_path / "trees.txt"
     bad = cli(parse_main, "--checkpoint", tmp_path / "bad.pt", "--output", out, stdin="a b\n")
     assert bad.returncode == 1 and not out.exists()  # nothing half-written
