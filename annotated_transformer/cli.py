@@ -168,7 +168,7 @@ def _translate(argv: list[str]) -> int:
     scores = bleu_scores(hyps, refs) if refs is not None and n else None
     write_lines(a.output, hyps)
     if not n: return no_sentences("at-translate", a.input, len(lines), "translate")
-    print(f"at-translate: {len(lines)} lines in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
+    print(f"at-translate: {n} sentence{'s' * (n != 1)} translated in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
           f"(beam {a.beam}, batch {a.batch_size}, {device}){blank_note(len(lines) - n)}", file=sys.stderr)
     if scores: print("\n".join(f"{k} = {scores[k]:.2f}  {scores[k + '_signature']}" for k in ("bleu", "chrf", "bleu_tok_lc")), file=sys.stderr)
     return 0
