@@ -306,8 +306,8 @@ def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, 
 # %% ../nbs/20_chart_parser.ipynb #c3b2ee65
 def check_vocab_sizes(cfg: ChartConfig, vocab: ChartVocab, who: str = "the model"):  # who: what the message calls the parser
     "A `ValueError` naming both sizes where `cfg` was sized for another vocabulary (words, characters, labels, and tags with a tagger)."
-    want = dict(n_words=len(vocab.words), n_chars=len(vocab.chars), n_labels=len(vocab.labels), n_tags=len(vocab.tags) if cfg.tag_loss else 0)
-    have = {f: (getattr(cfg, f) if f != "n_tags" or cfg.tag_loss else 0) for f in want}
+    sizes = ("n_words", "n_chars", "n_labels") + (("n_tags",) if cfg.tag_loss else ())  # n_X is the size of vocab.X
+    have, want = {f: getattr(cfg, f) for f in sizes}, {f: len(getattr(vocab, f[2:])) for f in sizes}
     if have != want: raise ValueError(f"{who}: sized for another vocabulary ({have}, the vocabulary {want})")
 
 @torch.no_grad()

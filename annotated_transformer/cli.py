@@ -93,7 +93,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
     argv = list(sys.argv[1:] if argv is None else argv)
     _, unknown = train_argparser(find=True).parse_known_args(argv)
     bad = [u for u in unknown if u.startswith("-") and u not in ("-h", "--help")]
-    if bad: train_argparser().error(f"unrecognized arguments: {bad[0]}")  # worded as argparse words it for every command  # before the task name, its value would pass for the task
+    if bad: train_argparser().error(f"unrecognized arguments: {bad[0]}")  # argparse's words; caught before the task name, where its value would pass for the task
     task = find_task(argv)
     if task not in TASKS:  # let argparse print the help, or the usage and the choices
         train_argparser().parse_args(argv if task is None else [task]); raise SystemExit(2)

@@ -21,7 +21,7 @@ def test_script_imports(script, monkeypatch):
 
 def run_script(script: Path, *args: str) -> subprocess.CompletedProcess:
     "`python SCRIPT ARGS...` from the repository root, one thread (the import of torch alone can take a while on a shared CPU)."
-    return subprocess.run([sys.executable, str(script), *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    return subprocess.run([sys.executable, str(script), *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 def check_help(script: Path) -> None:
