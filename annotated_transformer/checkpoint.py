@@ -5,7 +5,7 @@
 # %% ../nbs/24_checkpoint.ipynb #80e94386
 from __future__ import annotations
 import hashlib, json, os, re, shutil
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import torch
 import torch.nn as nn

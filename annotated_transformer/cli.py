@@ -4,7 +4,7 @@
 
 # %% ../nbs/39_cli.ipynb #6a5bde0a
 from __future__ import annotations
-import argparse, json, re, shlex, sys, time, typing
+import argparse, json, shlex, sys, time, typing
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 import torch

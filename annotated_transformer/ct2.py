@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from .model import Transformer
 from .data import SubwordTokenizer
-from .checkpoint import Checkpoint, CheckpointError
+from .checkpoint import Checkpoint
 from .inference import encode_sources, translate, bleu_scores
 from .evaluation import load_translator
 from .decode import length_penalty
