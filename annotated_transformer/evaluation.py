@@ -113,15 +113,15 @@ def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_b
                   training, metrics, device="cpu") -> dict:
     cands = checkpoint_candidates(run_dir, average, last)
     src_lang, lang = run_languages(cands["last"])
-    selection = {}
+    selection, best = {}, None  # best: (valid BLEU, name, model, tokenizer) of the best candidate so far, the first on a tie
     for name, ck in cands.items():
         model, tok = load_translator(ck, device=device)
         r = score_corpus(model, tok, valid, select_beam, alpha, batch_size,
                          desc=progress and f"{valid.split}: {name} ({len(cands)} candidates), beam {select_beam}")
         selection[name] = dict(step=ck.step, n_averaged=len(ck.averaged or [None]), valid_bleu=r["bleu"],
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
-    chosen = max(selection, key=lambda n: selection[n]["valid_bleu"])
-    model, tok = load_translator(cands[chosen], device=device)
+        if best is None or r["bleu"] > best[0]: best = (r["bleu"], name, model, tok)
+    _, chosen, model, tok = best  # the chosen model decodes the test set as it was scored: built once, not again
     beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang, desc=progress and f"{test.split}: {chosen}, beam {k}")
                     for k in (beam_size, 1))
     last = cands["last"]

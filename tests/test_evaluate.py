@@ -2,7 +2,7 @@
 import json
 import pytest
 from conftest import write_tiny_multi30k, assert_closing_lines
-from annotated_transformer.checkpoint import load_checkpoint
+from annotated_transformer.checkpoint import Checkpoint, load_checkpoint
 from annotated_transformer.cli import train_main, evaluate_main
 from annotated_transformer.translation import paper_bleu, paper_tokenize
 
@@ -12,7 +12,7 @@ def data_dir(tmp_path_factory):
     return write_tiny_multi30k(tmp_path_factory.mktemp("data"), 20)
 
 @pytest.mark.parametrize("src,tgt", [("de", "en"), ("en", "de")])
-def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
+def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli, monkeypatch):
     r = cli(train_main, "multi30k", "--src_lang", src, "--tgt_lang", tgt, "--data_dir", str(data_dir),
             "--no-download", "--vocab_size", "320", "--d_model", "32", "--d_ff", "64", "--n_heads", "2", "--n_layers", "1",
             "--max_steps", "6", "--warmup_steps", "2", "--save_every", "2", "--eval_every", "3", "--max_tokens", "400",
@@ -21,6 +21,8 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
     assert_closing_lines(r.stdout)  # at-train's closing lines, the same for every task
     ck = load_checkpoint(tmp_path / "run")
     assert (ck.data_spec["src_lang"], ck.data_spec["tgt_lang"]) == (src, tgt)
+    built, build = [], Checkpoint.build  # which checkpoints at-evaluate turns into models
+    monkeypatch.setattr(Checkpoint, "build", lambda self, *a, **k: built.append(self) or build(self, *a, **k))
     r = cli(evaluate_main, str(tmp_path / "run"), "--test", "test", "--out",
             str(tmp_path / "res"), "--average", "2", "3", "--batch-size", "8", "--save-chosen", str(tmp_path / "chosen.pt"))
     assert r.returncode == 0, r.stderr
@@ -34,7 +36,9 @@ def test_train_then_evaluate(tmp_path, data_dir, src, tgt, cli):
     assert out[-1].startswith("wrote results.json, test.beam.txt, test.greedy.txt and metrics.jsonl to ")
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     assert res["direction"] == f"{src}-{tgt}" and res["n_test"] == 20 and res["n_valid"] == 20
-    assert sorted(res["selection"]) == ["avg2", "avg3", "last"] and res["chosen"] in res["selection"]
+    assert sorted(res["selection"]) == ["avg2", "avg3", "last"]
+    assert res["chosen"] == max(res["selection"], key=lambda n: res["selection"][n]["valid_bleu"])  # the first best on a tie
+    assert len(built) == 3 and len({id(c) for c in built}) == 3  # each candidate built once; the chosen one is not built again
     assert f"--src_lang {src}" in res["command"] or src == "de"  # the command reproduces the direction
     refs = (data_dir / "multi30k" / f"test_2016_flickr.{tgt}").read_text(encoding="utf-8").splitlines()
     hyps = (tmp_path / "res" / "test.beam.txt").read_text(encoding="utf-8").splitlines()
