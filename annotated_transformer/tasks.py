@@ -52,7 +52,11 @@ class Task:
     model: TransformerConfig | ChartConfig
     train: TrainConfig
     data: DataSpec
-    model_choice: bool = True  # `--model transformer|rnn` (`ModelSpec`) applies: its model config is a `TransformerConfig`
+
+    @property
+    def model_choice(self) -> bool:
+        "Whether `--model transformer|rnn` (`ModelSpec`) applies: where the task's model config is a `TransformerConfig`."
+        return isinstance(self.model, TransformerConfig)
 
     def configs(self) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
         "Fresh copies of the three configs, to change without touching the task."
@@ -189,12 +193,12 @@ TASKS = {t.name: t for t in [
          ChartConfig(n_layers=4, d_model=256, n_heads=8, d_ff=1024, dropout=0.2, d_label=250, word_features="subwords", loss="span"),
          TrainConfig(max_steps=16000, warmup_steps=800, lr_factor=0.5, max_tokens=1500, clip_norm=5.0, eval_every=500, cooldown_steps=4000,
                      save_every=250, keep_last=2, keep_best="val_f1", log_every=25, run_dir="runs/ptb-chart"),
-         DataSpec("ptb", "dev"), model_choice=False),
+         DataSpec("ptb", "dev")),
     Task("ptb-chart-sample", "the chart parser on NLTK's free WSJ sample, 2 x 128: minutes on a CPU", build_chart_data,
          ChartConfig(n_layers=2, d_model=128, n_heads=4, d_ff=256, dropout=0.2, d_label=128),
          TrainConfig(max_steps=600, warmup_steps=100, lr_factor=0.5, max_tokens=800, clip_norm=5.0, eval_every=100,
                      save_every=100, keep_last=2, keep_best="val_f1", run_dir="runs/ptb-chart-sample"),
-         DataSpec("ptb-sample", "dev", 2000), model_choice=False),
+         DataSpec("ptb-sample", "dev", 2000)),
 ]}
 
 def task_preset(name: str) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
