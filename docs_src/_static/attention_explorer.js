@@ -2,7 +2,8 @@
  *
  * Hand-written, no library, no network: a page holds <div class="attention-explorer" data-name="NAME"> and loads
  * the data as a script that sets window.ATTENTION_DATA[NAME] (the docs build writes it from results/attention/NAME.json).
- * Weights are stored as integers: weight = value / data.scale, and every query's row sums to data.scale.
+ * Weights are stored as integers: weight = value / scale, and every query's row sums to scale (a sentence's own
+ * `scale`, else the file's). A sentence translated in the page (live.js) carries its weights as they are, scale 1.
  *
  * Reading: a query token (left, or the rows of a heatmap) attends to key tokens (right, or the columns).
  * Every drawn weight carries data-head, data-q, data-k and data-w (the weight), so that a test can read what is shown.
@@ -48,6 +49,7 @@
     const thumbs = el("div", {class: "ae-thumbs"}, root);
 
     const weights = () => data.sentences[st.sentence].attention[st.kind][st.layer];  // [head][query][key]
+    const scale = () => data.sentences[st.sentence].scale || data.scale;
     const tokens = (side) => data.sentences[st.sentence][KINDS[st.kind][side]];
 
     function drawControls() {
@@ -96,7 +98,7 @@
       for (const h of heads()) {
         W[h].forEach((row, q) => row.forEach((v, k) => {
           if (v === 0) return;
-          const w = v / data.scale;
+          const w = v / scale();
           el("line", {x1: left, y1: y(q), x2: right, y2: y(k), stroke: COLORS[h % COLORS.length], "stroke-width": 2,
                       "stroke-opacity": w, "data-head": h, "data-q": q, "data-k": k, "data-w": w, class: "ae-weight"}, lines);
         }));
@@ -136,7 +138,7 @@
                                   "data-side": "q", "data-index": q}, svg, t);
           const g = el("g", {"data-q": q}, rows);
           W[h][q].forEach((v, k) => {
-            const w = v / data.scale;
+            const w = v / scale();
             const r = el("rect", {x: lw + k * cell, y: th + q * cell, width: cell - 1, height: cell - 1, fill: COLORS[h % COLORS.length],
                                   "fill-opacity": Math.max(w, 0.02), "data-head": h, "data-q": q, "data-k": k, "data-w": w,
                                   class: "ae-weight"}, g);
@@ -164,7 +166,7 @@
           const ctx = c.getContext("2d"), cw = size / m[0].length, ch = size / m.length;
           ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, size, size);
           m.forEach((row, q) => row.forEach((v, k) => {
-            ctx.fillStyle = `rgba(31,60,140,${v / data.scale})`;
+            ctx.fillStyle = `rgba(31,60,140,${v / scale()})`;
             ctx.fillRect(k * cw, q * ch, Math.ceil(cw), Math.ceil(ch));
           }));
           const open = () => { st.layer = l; st.heads = new Set([h]); draw(); };
@@ -185,6 +187,8 @@
     }
     draw();
   }
+
+  window.AttentionExplorer = {draw: Explorer};  // live.js draws a reader's own sentence with it
 
   function start() {
     document.querySelectorAll(".attention-explorer").forEach(root => {
