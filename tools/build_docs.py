@@ -312,6 +312,61 @@ def ship_attention(static: Path) -> list[Path]:
     return out
 
 
+LIVE_CACHE = ROOT/'build'/'live_models'   # ONNX exports, kept between builds while pretrained/ and the exporter are unchanged
+ORT_DIST = ROOT/'node_modules'/'onnxruntime-web'/'dist'
+ORT_FILES = ('ort.wasm.min.mjs', 'ort-wasm-simd-threaded.mjs', 'ort-wasm-simd-threaded.wasm')  # the wasm backend only
+LIVE_MODELS = {'multi30k-de-en': 'German → English', 'multi30k-en-de': 'English → German', 'ptb-chart': 'the chart parser'}
+
+
+def _file_entry(f: Path) -> dict:
+    import gzip, hashlib
+    b = f.read_bytes()
+    return dict(name=f.name, bytes=len(b), gzip_bytes=len(gzip.compress(b, 6)), sha256=hashlib.sha256(b).hexdigest())
+
+
+def _export_key() -> str:
+    "What the exported files depend on: the shipped folders' MANIFESTs and the exporters' code"
+    import hashlib
+    h = hashlib.sha256()
+    for name in sorted(LIVE_MODELS):
+        m = ROOT/'pretrained'/name/'MANIFEST'
+        h.update(m.read_bytes() if m.exists() else b'-')
+    for mod in ('onnx_export.py', 'onnx_parser.py'):
+        f = ROOT/'annotated_transformer'/mod
+        h.update(f.read_bytes() if f.exists() else b'-')
+    return h.hexdigest()[:16]
+
+
+def ship_live(static: Path, quiet=False) -> dict:
+    """The in-page models: onnxruntime-web's wasm backend (from node_modules, pinned by package-lock.json) into
+    _static/ort/, the shipped models exported to ONNX by the package into _static/models/NAME/, and
+    _static/models/index.json listing every file with its size (raw and gzip) and sha256, which the pages read."""
+    missing = [f for f in ORT_FILES if not (ORT_DIST/f).exists()]
+    if missing: raise DocsError(f'{ORT_DIST.relative_to(ROOT)} lacks {missing}: run `npm ci` in the repository first (package-lock.json pins onnxruntime-web)')
+    ort_dir = static/'ort'
+    ort_dir.mkdir(parents=True, exist_ok=True)
+    for f in ORT_FILES: shutil.copy2(ORT_DIST/f, ort_dir/f)
+    cache = LIVE_CACHE/_export_key()
+    if not (cache/'done').exists():
+        if LIVE_CACHE.exists(): shutil.rmtree(LIVE_CACHE)
+        t0 = time.time()
+        from annotated_transformer.onnx_export import export_site_models
+        export_site_models(cache, names=[n for n in LIVE_MODELS if n != 'ptb-chart'])
+        from annotated_transformer.onnx_parser import export_parser
+        export_parser('ptb-chart', cache)
+        (cache/'done').write_text(f'{time.time() - t0:.1f} s\n')
+        if not quiet: print(f'exported the in-page models to ONNX in {time.time() - t0:.1f}s')
+    index = dict(runtime=dict(module='ort.wasm.min.mjs', files=[_file_entry(ort_dir/f) for f in ORT_FILES]), models={})
+    for name, title in LIVE_MODELS.items():
+        src, dst = cache/name, static/'models'/name
+        if dst.exists(): shutil.rmtree(dst)
+        shutil.copytree(src, dst)
+        index['models'][name] = dict(title=title, kind='parser' if name == 'ptb-chart' else 'translator',
+                                     files=[_file_entry(f) for f in sorted(dst.iterdir()) if f.is_file()])
+    (static/'models'/'index.json').write_text(json.dumps(index, indent=1), encoding='utf-8')
+    return index
+
+
 def build_site(warnings_as_errors=True, quiet=False) -> float:
     from nbdev.config import get_config
     t0 = time.time()
@@ -341,6 +396,7 @@ def build_site(warnings_as_errors=True, quiet=False) -> float:
     if rc: raise DocsError(f'sphinx-build failed (exit {rc}); see the warnings above. build/docs_src/<page>.ipynb is '
                            f'generated from nbs/<NN_page>.ipynb; a location like `:390014` means cell 39, line 14.')
     ship_attention(HTML_DIR/'_static')
+    ship_live(HTML_DIR/'_static', quiet)
     # replace the output folder's content, keeping its README
     OUT_DIR.mkdir(exist_ok=True)
     for f in OUT_DIR.iterdir():
