@@ -22,7 +22,7 @@ templates_path = ['_templates']
 html_static_path = ['_static']
 html_css_files = ['custom.css']
 html_js_files = ['attention_explorer.js',   # draws every <div class="attention-explorer"> (hand-written, no network)
-                 ('live/live.js', {'type': 'module'})]   # the in-page models: acts only on pages with a live box
+                 'live_boot.js']   # loads the in-page models' module (live/live.js) on pages with a live box
 
 # notebooks are stored with the outputs of a real run: never execute while building the docs
 nb_execution_mode = 'off'

@@ -219,12 +219,7 @@ export function start() {
   document.querySelectorAll('.live-explorer').forEach(explorerBox);
 }
 
-if (typeof document !== 'undefined') {
-  if (location.protocol === 'file:') {
-    document.querySelectorAll('.live-translate, .live-parse, .live-explorer').forEach(e => {
-      e.textContent = 'The in-page models need the site served over http (for example `python -m http.server` in docs/); ' +
-        'a page opened from disk may not load them.';
-    });
-  } else if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+if (typeof document !== 'undefined') {  // loaded by ../live_boot.js, over http only
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
 }
