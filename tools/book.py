@@ -41,6 +41,11 @@ def parts(path: Path = BOOK) -> list:
     return res
 
 
+def numbered_parts(path: Path = BOOK) -> list:
+    "The book's numbered parts (`Part I`, `Part II`, ...), without the opening page that comes before them"
+    return [p for p in parts(path) if p.title.startswith('Part ')]
+
+
 def order(path: Path = BOOK) -> list:
     "Every page of the book in reading order"
     return [p for part in parts(path) for p in part.pages]
@@ -156,7 +161,9 @@ def path_to(pred, nbs: Path = NBS, start_cells=None) -> dict:
     words, cells = 0, 0
     for stem, c in (start_cells or []):
         words += _words(''.join(c['source'])); cells += 1
-    for stem in order(nbs/'book.txt'):
+    pages = order(nbs/'book.txt')
+    if start_cells: pages = pages[pages.index(start_page(start_cells)):]
+    for stem in pages:
         for c in nb_json(stem, nbs)['cells']:
             if not _visible(c): continue
             if pred(stem, c): return dict(page=stem, words=words, cells=cells)
@@ -175,6 +182,13 @@ def home_until_start(nbs: Path = NBS) -> list:
     raise BookError('nbs/index.ipynb has no "Start reading" link')
 
 
+def start_page(start_cells) -> str:
+    "The page the home page's 'Start reading' link opens"
+    m = re.search(r'Start reading[^(]*\]\((\w+)\.ipynb', ''.join(start_cells[-1][1]['source']))
+    if not m: raise BookError('the home page\'s "Start reading" is not a link to a page of the book')
+    return m.group(1)
+
+
 def is_attention_def(stem, c) -> bool:
     return c['cell_type'] == 'code' and re.search(r'^def attention\(', ''.join(c['source']), re.M) is not None
 
@@ -189,7 +203,7 @@ def engineering_share(nbs: Path = NBS, n_parts: int = 2) -> dict:
     cells"""
     eng = total = 0
     per_page = {}
-    for part in parts(nbs/'book.txt')[:n_parts]:
+    for part in numbered_parts(nbs/'book.txt')[:n_parts]:
         for stem in part.pages:
             inside, e, t = False, 0, 0
             for c in nb_json(stem, nbs)['cells']:
