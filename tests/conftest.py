@@ -1,4 +1,4 @@
-import io, os, pathlib, random, sys, types, warnings, pytest, torch
+import functools, http.server, io, os, pathlib, random, sys, threading, types, warnings, pytest, torch
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("AT_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -136,3 +136,34 @@ def chromium():
                         f"CHROMIUM=/path/to/chromium): {str(e).splitlines()[0]}")
         yield b
         b.close()
+
+
+# ---------------------------------------------------------------- the built docs site, served on 127.0.0.1
+DOCS = pathlib.Path(__file__).resolve().parent.parent/'docs'
+
+
+@pytest.fixture(scope='session')
+def built_docs() -> pathlib.Path:
+    import importlib.util, subprocess
+    for mod in ('sphinx', 'myst_nb', 'sphinx_book_theme'):
+        if importlib.util.find_spec(mod) is None: pytest.skip(f'docs toolchain missing ({mod}); install the dev extra: pip install -e ".[dev]"')
+    if os.environ.get('AT_DOCS_NO_BUILD'):
+        if not (DOCS/'index.html').exists(): pytest.skip('docs/ is not built and AT_DOCS_NO_BUILD is set')
+        return DOCS
+    r = subprocess.run([sys.executable, 'tools/build_docs.py', '-q'], cwd=DOCS.parent, capture_output=True, text=True)
+    assert r.returncode == 0, f'docs build failed (warnings are errors):\n{r.stdout[-4000:]}\n{r.stderr[-6000:]}'
+    return DOCS
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+
+
+@pytest.fixture(scope='session')
+def server(built_docs):
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(built_docs)))
+    t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
+    yield f'http://127.0.0.1:{srv.server_address[1]}/'
+    srv.shutdown(); srv.server_close()
+
+

@@ -13,7 +13,7 @@ an existing docs/ without rebuilding it.
 """
 from __future__ import annotations
 
-import functools, http.server, json, os, re, subprocess, sys, threading
+import json, re, sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -44,18 +44,6 @@ def expected_pages() -> list[tuple[str, str]]:
     return res
 
 
-@pytest.fixture(scope='session')
-def built_docs() -> Path:
-    for mod in ('sphinx', 'myst_nb', 'sphinx_book_theme'):
-        if not _have(mod): pytest.skip(f'docs toolchain missing ({mod}); install the dev extra: pip install -e ".[dev]"')
-    if os.environ.get('AT_DOCS_NO_BUILD'):
-        if not (DOCS/'index.html').exists(): pytest.skip('docs/ is not built and AT_DOCS_NO_BUILD is set')
-        return DOCS
-    r = subprocess.run([sys.executable, 'tools/build_docs.py', '-q'], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, f'docs build failed (warnings are errors):\n{r.stdout[-4000:]}\n{r.stderr[-6000:]}'
-    return DOCS
-
-
 def test_only_project_notebooks_are_pages(tmp_path):
     "Strays beside the notebooks (nbconvert's output, checkpoint copies, untitled notebooks) are not taken as pages"
     from build_docs import notebooks
@@ -84,16 +72,7 @@ def test_docs_build(built_docs):
 
 
 # ---------------------------------------------------------------- browser
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a): pass
-
-
-@pytest.fixture(scope='session')
-def server(built_docs):
-    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(built_docs)))
-    t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
-    yield f'http://127.0.0.1:{srv.server_address[1]}/'
-    srv.shutdown(); srv.server_close()
+# built_docs and server: tests/conftest.py (the live-site tests use them too)
 
 
 @pytest.fixture(scope='session')
