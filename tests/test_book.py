@@ -102,3 +102,37 @@ def test_exercise_checks_tell_right_from_wrong(capsys, monkeypatch):
     monkeypatch.setenv('IN_TEST', '1')
     import pytest
     with pytest.raises(AssertionError, match='reference solution fails'): check('e', lambda: expect_close(good.T, good, 'mask'))
+
+
+def _page_text(stem) -> str:
+    "A page's prose and stored outputs: what its reader sees"
+    out = []
+    for c in _cells(stem):
+        out.append(''.join(c['source']) if c['cell_type'] == 'markdown' else '')
+        for o in c.get('outputs', []):
+            d = o.get('data', {})
+            out.append(''.join(o.get('text', '')) + ''.join(d.get('text/markdown', '')) + ''.join(d.get('text/plain', '')))
+    return '\n'.join(out)
+
+
+def home_rows() -> list:
+    "(result, ours, page stem) for each row of the home page's results table, from its stored output"
+    text = next(''.join(o['data']['text/markdown']) for c in _cells('index') for o in c.get('outputs', [])
+                if '| result | paper | ours |' in ''.join(o.get('data', {}).get('text/markdown', '')))
+    rows = []
+    for line in text.splitlines()[2:]:
+        cols = [c.strip() for c in line.strip('|').split(' | ')]
+        rows.append((cols[0], cols[2], re.search(r'\]\((\w+)\.ipynb\)', cols[4]).group(1)))
+    return rows
+
+
+def test_home_rows_show_the_runs_their_pages_show():
+    "Each number of ours in a home-page row is printed on the page that row links to: the row and the page show one run"
+    missing = []
+    for result, ours, stem in home_rows():
+        nums = re.findall(r'\d[\d,]*\.\d+%?|\d+ (?:agrees|reverses|inconclusive)', ours.replace('**', ''))
+        assert nums, f'{result!r}: no number in {ours!r}'
+        page = _page_text(stem)
+        shown = lambda n: (f'{n.split()[1]} ({n.split()[0]})' if ' ' in n else n) in page  # "9 agrees" is printed "agrees (9)"
+        missing += [f'{result!r}: {n} (on the home page) is not shown on {stem}' for n in nums if not shown(n)]
+    assert not missing, '\n'.join(missing)
