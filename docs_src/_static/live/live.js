@@ -48,6 +48,7 @@ export function runtime(onProgress) {
     const ort = await import(new URL('ort/' + index.runtime.module, STATIC).href);
     const wasm = index.runtime.files.find(f => f.name.endsWith('.wasm'));
     ort.env.wasm.numThreads = 1;
+    ort.env.logLevel = 'error';  // its warnings (e.g. an unknown CPU vendor inside wasm) are not the reader's concern
     ort.env.wasm.proxy = false;
     ort.env.wasm.wasmPaths = new URL('ort/', STATIC).href;
     ort.env.wasm.wasmBinary = await fetchBytes(new URL(`ort/${wasm.name}?v=${wasm.sha256.slice(0, 12)}`, STATIC).href, {onProgress});

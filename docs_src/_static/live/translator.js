@@ -1,6 +1,7 @@
 /* A shipped translator in the page: two ONNX graphs (made from pretrained/ at docs build time by the package's
  * `onnx_export`), its SentencePiece model, and the decoding of decode.js.
  *
+ * Both graphs read the tied embedding and the positional table from one file (meta.json's external_data).
  *   encoder.onnx  src (1, S) -> memory, cross_k and cross_v (L, 1, H, S, Dh), enc_attn (L, 1, H, S, S)
  *   decoder.onnx  tokens (N, 1), step (1), self_k and self_v (L, N, H, t, Dh), cross_k, cross_v
  *                 -> logprobs (N, V), new_self_k, new_self_v (L, N, H, t+1, Dh), self_attn (L, N, H, 1, t+1),
@@ -27,7 +28,7 @@ class OnnxDecoder {
     this.tr = tr; this.enc = enc; this.vocabSize = tr.meta.vocab_size;
   }
   start(rows) {
-    const {n_layers: L, n_heads: H, d_head: Dh} = this.tr.meta;
+    const {n_layers: L, n_heads: H, head_dim: Dh} = this.tr.meta;
     this.N = rows; this.t = 0; this.dims = [L, rows, H, 0, Dh];
     this.k = new Float32Array(0); this.v = new Float32Array(0);
     this.attn = [];  // per step: {self, cross} data and dims, row-aligned with the cache
@@ -56,15 +57,18 @@ export class Translator {
   /** Load a translator: meta.json, the tokenizer and both graphs, each through `load(name) -> Uint8Array`. */
   static async load(ort, load, {sessionOptions = {}} = {}) {
     const meta = JSON.parse(new TextDecoder().decode(await load('meta.json')));
-    const sp = SentencePiece.fromBytes(await load(meta.files?.tokenizer?.name || 'spm.model'));
+    const sp = SentencePiece.fromBytes(await load('spm.model'));
+    // files both graphs read (the tied embedding and the positional table, stored once): meta.external_data
+    const shared = await Promise.all(Object.keys(meta.external_data || {}).map(async path => ({path, data: await load(path)})));
     const opts = {executionProviders: ['wasm'], graphOptimizationLevel: 'all', ...sessionOptions};
-    const encoder = await ort.InferenceSession.create(await load('encoder.onnx'), opts);
-    const decoder = await ort.InferenceSession.create(await load('decoder.onnx'), opts);
+    const session = async file => ort.InferenceSession.create(await load(file), {...opts,
+      externalData: shared.filter(x => meta.external_data[x.path].includes(file))});
+    const encoder = await session('encoder.onnx'), decoder = await session('decoder.onnx');
     return new Translator(ort, meta, sp, encoder, decoder);
   }
   constructor(ort, meta, sp, encoder, decoder) {
     Object.assign(this, {ort, meta, sp, encoder, decoder});
-    for (const k of ['n_layers', 'n_heads', 'd_head', 'vocab_size', 'bos_id', 'eos_id', 'pad_id', 'max_len'])
+    for (const k of ['n_layers', 'n_heads', 'head_dim', 'vocab_size', 'bos_id', 'eos_id', 'pad_id', 'max_len'])
       if (!Number.isInteger(meta[k])) throw new Error(`meta.json: ${k} is missing or not an integer`);
   }
 
