@@ -3,12 +3,14 @@
 Not part of the package: a teaching aid that the notebooks import from their own folder. An exercise is three cells:
 
 1. the reader's cell, visible: a function whose body is `raise NotImplementedError` until the reader writes it;
-2. a hidden cell, `if use_reference(): def answer(...): ...`, holding the reference solution;
+2. a hidden cell, `if use_reference(): from _solutions import NAME`: the reference solution, kept in nbs/_solutions.py so
+   that a reader who opens the notebook sees the exercise and its check, not the answer;
 3. the check cell, visible: `check("Exercise 1", lambda: ...)`, whose lambda asserts with messages a reader can act on.
 
 A reader who runs the page sees "right", "not answered yet" or "not yet: <why>" and the page goes on running. Under
 `nbdev_test` (which sets `IN_TEST`), the hidden cell puts the reference solution in place and a failed check raises, so
-a check that cannot tell right from wrong, or a reference that no longer fits the code, fails the test run.
+a reference that no longer fits the code fails the test run; tests/test_exercises.py also gives each check a common wrong
+answer, which it must refuse.
 """
 import os
 

@@ -11,6 +11,8 @@ MyST notebook (Quarto-only syntax replaced) -> Sphinx + myst-nb + sphinx-book-th
 Pages are named like nbdev names them (`01_attention.ipynb` -> `attention.html`), so nbdev's doc links and
 anchors (`attention.html#multiheadattention.forward`) are the same on this site and on the Quarto one.
 The navigation is every `nbs/*.ipynb` in file order, `index` first; nothing to register by hand.
+Under its title each page links its notebook twice: the site's own copy (docs/_notebooks/, so it works offline) to
+download, and the notebook on GitHub opened in Colab; an exercise's unanswered check becomes an invitation to run it.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import book  # noqa: E402  the book's one list of parts and pages (nbs/book.txt)
+import colab_cell  # noqa: E402  the notebooks' Colab set-up cell and their Colab addresses
 CONF_DIR = ROOT/'docs_src'            # conf.py, _static, _templates (sources of the site, checked in)
 GEN_DIR = ROOT/'build'/'docs_src'     # converted notebooks (generated, gitignored)
 DOCTREES = ROOT/'build'/'doctrees'
@@ -189,6 +192,31 @@ def _split_directives(src: str):
 
 
 BOOK_MARK = '<!-- book:contents -->'   # where the home page shows the book's table of pages
+NOTEBOOKS_DIR = '_notebooks'   # the site's copies of the notebooks, which each page's "Download this notebook" fetches
+
+
+def notebook_links(nb_path: Path) -> dict:
+    "A page's two ways to run its notebook: the site's own copy of it (works offline) and the notebook opened in Colab"
+    return dict(download=f'{NOTEBOOKS_DIR}/{nb_path.name}', colab=colab_cell.colab_url(nb_path))
+
+
+def _links_html(nb_path: Path) -> str:
+    l = notebook_links(nb_path)
+    return (f'<div class="nb-links">'
+            f'<a class="nb-link nb-download" href="{l["download"]}" download="{nb_path.name}">Download this notebook</a>'
+            f'<a class="nb-link nb-colab" href="{l["colab"]}" target="_blank" rel="noopener">Open in Colab</a></div>')
+
+
+_re_unanswered = re.compile(r'^✗ (.+?): not answered yet\b.*\n?', re.M)   # what `_exercises.check` prints before an answer
+
+
+def _invitation_html(title: str, nb_path: Path) -> str:
+    "In the docs, an exercise's check shows an invitation to run the notebook, not the ✗ a reader's own run shows first"
+    l = notebook_links(nb_path)
+    return (f'<p class="exercise-invite"><strong>{title}</strong>: your turn. Open this notebook '
+            f'<a href="{l["colab"]}" target="_blank" rel="noopener">in Colab</a> or '
+            f'<a href="{l["download"]}" download="{nb_path.name}">download it</a>, write the function above and run this check: '
+            f'it tells you whether your answer is right.</p>')
 _re_mdlink = re.compile(r'(\]\()([^)\s]+)(\))')
 _re_attr_link = re.compile(r'\[([^\]]+)\]\(([^)\s]+)\)\{[^}]*\}')
 
@@ -240,6 +268,7 @@ class Converter:
         if fm.get('description'):
             desc = self.markdown(fm['description'], src)
             cells.append(dict(cell_type='markdown', metadata={}, source=f'> {desc}' if self.readme else f'{{.lead}}\n{desc}'))
+        if not self.readme: cells.append(dict(cell_type='markdown', metadata={}, source=_links_html(src)))
         for c in nb.cells:
             if 'source' not in c: continue   # removed by nbdev (hidden, exported plumbing)
             ct, s = c['cell_type'], c['source']
@@ -266,9 +295,18 @@ class Converter:
             for o in outputs:
                 if 'data' in o and 'text/markdown' in o['data']:
                     o['data'] = {**o['data'], 'text/markdown': self.markdown(''.join(o['data']['text/markdown']), src)}
+            invites = []
+            if not self.readme:   # an exercise's unanswered check: the page invites the reader to run it instead
+                for o in outputs:
+                    if o.get('output_type') == 'stream' and o.get('name') == 'stdout':
+                        text = ''.join(o.get('text', ''))
+                        invites += _re_unanswered.findall(text)
+                        o['text'] = _re_unanswered.sub('', text)
+                outputs = [o for o in outputs if not (o.get('output_type') == 'stream' and not o['text'])]
             cell = dict(cell_type='code', metadata={'tags': tags} if tags else {}, source=code,
                         outputs=outputs, execution_count=c.get('execution_count'))
             cells.append(cell)
+            cells += [dict(cell_type='markdown', metadata={}, source=_invitation_html(t, src)) for t in invites]
         for i, c in enumerate(cells): c['id'] = f'cell-{i}'
         meta = {k: v for k, v in dict(nb.metadata).items() if k in ('kernelspec', 'language_info')}
         meta.setdefault('kernelspec', {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'})
@@ -367,6 +405,12 @@ def ship_live(static: Path, quiet=False) -> dict:
     return index
 
 
+def ship_notebooks(nb_paths, dst: Path) -> list[Path]:
+    "Each page's notebook, as stored (with the outputs of its real run), copied into the site for its download link"
+    dst.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(p, dst/p.name)) for p in nb_paths]
+
+
 def build_site(warnings_as_errors=True, quiet=False) -> float:
     from nbdev.config import get_config
     t0 = time.time()
@@ -396,6 +440,7 @@ def build_site(warnings_as_errors=True, quiet=False) -> float:
     if rc: raise DocsError(f'sphinx-build failed (exit {rc}); see the warnings above. build/docs_src/<page>.ipynb is '
                            f'generated from nbs/<NN_page>.ipynb; a location like `:390014` means cell 39, line 14.')
     ship_attention(HTML_DIR/'_static')
+    ship_notebooks(nb_paths, HTML_DIR/NOTEBOOKS_DIR)
     ship_live(HTML_DIR/'_static', quiet)
     # replace the output folder's content, keeping its README
     OUT_DIR.mkdir(exist_ok=True)
