@@ -12,7 +12,75 @@ from .layers import EncoderLayer, DecoderLayer
 from .embeddings import Embeddings, PositionalEncoding, LearnedPositionalEmbedding, tie_weights
 
 # %% auto #0
-__all__ = ['TransformerConfig', 'check_types', 'Encoder', 'Decoder', 'Transformer', 'make_model', 'count_parameters']
+__all__ = ['draw_figure_1', 'TransformerConfig', 'check_types', 'Encoder', 'Decoder', 'Transformer', 'make_model',
+           'count_parameters']
+
+# %% ../nbs/04_model.ipynb #c7d1b88b
+#| echo: false
+def draw_figure_1(dpi: int = 80): # 80: the whole figure fits a screen 800 pixels high
+    "The paper's Figure 1 with this package's names and shapes (post-norm, the paper's default)."
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch, FancyArrowPatch
+    fig = plt.figure(figsize=(6.8, 7.8), dpi=dpi)  # 7 x 8 inches once bbox_inches="tight" pads it
+    ax = fig.add_axes([0, 0, 1, 1]); ax.set_xlim(0, 7); ax.set_ylim(0, 8); ax.axis("off")
+    col = dict(attn="#fbe0bd", norm="#f3f0a8", ff="#c6e3f5", emb="#f5cfcf", lin="#ddd2f2", soft="#cdebcd")
+
+    def box(x, y, h, text, color, w=2.5):  # a box centred on x, from y to y + h; returns its top
+        ax.add_patch(FancyBboxPatch((x - w / 2, y), w, h, boxstyle="round,pad=0,rounding_size=0.08", fc=color, ec="k"))
+        ax.text(x, y + h / 2, text, ha="center", va="center", fontsize=9.5)
+        return y + h
+
+    def arrow(*pts):  # a polyline through pts with an arrowhead at the last point
+        for p, q in zip(pts[:-2], pts[1:-1]): ax.plot([p[0], q[0]], [p[1], q[1]], color="k", lw=1.1)
+        ax.add_patch(FancyArrowPatch(pts[-2], pts[-1], arrowstyle="-|>", mutation_scale=11, lw=1.1, color="k",
+                                     shrinkA=0, shrinkB=0))
+
+    def label(x, y, text, ha="left", **kw): ax.text(x, y, text, ha=ha, va="center", fontsize=9.5, **kw)
+
+    def layer(x, side, y, sublayers):  # sub-layers upward from y, each then Add & Norm; residuals on `side`
+        xs, mids = x + side * 1.45, []
+        for i, (text, color, h) in enumerate(sublayers):
+            top = box(x, y, h, text, color)
+            mids.append(y + h / 2)
+            arrow((x, top), (x, top + 0.25))
+            norm_mid = top + 0.25 + 0.17
+            arrow((x, y - 0.17), (xs, y - 0.17), (xs, norm_mid), (x + side * 1.25, norm_mid))  # the residual path
+            top = box(x, top + 0.25, 0.34, "Add & Norm", col["norm"])
+            if i < len(sublayers) - 1: arrow((x, top), (x, top + 0.3))
+            y = top + 0.3
+        return top, mids
+
+    def frame(x0, x1, y0, y1, title, right=False):
+        ax.add_patch(FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0,rounding_size=0.15",
+                                    fc="#f1f1f1", ec="k", lw=1.3, zorder=0))
+        ax.text(x1 - 0.1 if right else x0 + 0.1, y1 - 0.08, title, ha="right" if right else "left", va="top",
+                fontsize=9.5, fontweight="bold")
+
+    xe, xd = 1.85, 5.15  # centres of the encoder and decoder columns
+    for x, name, shape in [(xe, "src", "(B, S)"), (xd, "tgt, shifted right", "(B, T)")]:
+        label(x, 0.18, f"{name}  {shape}", ha="center"); arrow((x, 0.33), (x, 0.5))
+        top = box(x, 0.5, 0.55, "Embeddings (× √D)\n+ PositionalEncoding", col["emb"])
+        arrow((x, top), (x, 1.75)); label(x + 0.08, 1.25, shape[:-1] + ", D)")
+    top_e, _ = layer(xe, -1, 1.75, [("MultiHeadAttention\n(self)", col["attn"], 0.5),
+                                    ("PositionwiseFeedForward", col["ff"], 0.42)])
+    frame(0.2, 3.5, 1.45, top_e + 0.6, "Encoder:\nN × EncoderLayer")
+    top_d, mids = layer(xd, +1, 1.75, [("MultiHeadAttention\n(masked self-attention)", col["attn"], 0.5),
+                                       ("MultiHeadAttention\n(cross: K, V = memory)", col["attn"], 0.5),
+                                       ("PositionwiseFeedForward", col["ff"], 0.42)])
+    frame(3.7, 6.8, 1.45, top_d + 0.6, "Decoder:\nN × DecoderLayer", right=True)
+    y = top_e + 0.95  # the memory enters every decoder layer's cross-attention
+    arrow((xe, top_e), (xe, y), (3.6, y), (3.6, mids[1]), (xd - 1.25, mids[1]))
+    label(xe + 0.08, y + 0.17, "memory  (B, S, D)")
+    y = top_d + 0.6
+    arrow((xd, top_d), (xd, y + 0.3)); label(xd + 0.08, y + 0.15, "(B, T, D)")
+    top = box(xd, y + 0.3, 0.5, "Linear (generator),\nweight tied to Embeddings", col["lin"])
+    arrow((xd, top), (xd, top + 0.35)); label(xd + 0.08, top + 0.17, "logits  (B, T, V)")
+    top = box(xd, top + 0.35, 0.34, "Softmax (in the loss, or decoding)", col["soft"])
+    label(xd, top + 0.17, "next-token probabilities", ha="center")
+    label(0.25, 7.6, "Transformer = make_model(cfg)", fontweight="bold")
+    ax.text(0.25, 7.35, "encode(src) → memory\ndecode(tgt, memory) → (B, T, D)\ngenerator(...) → logits\n"
+            "forward(src, tgt) → logits (B, T, V)\nboth Embeddings and the Linear\nshare one (V, D) weight",
+            fontsize=9.5, va="top")
 
 # %% ../nbs/04_model.ipynb #b3db6dda
 @dataclass
