@@ -209,8 +209,8 @@ def sizes_table(dirs: list) -> str:
 
 # %% ../nbs/38a_onnx_export.ipynb #b9dbe453
 def onnx_sessions(model_dir: str | Path, # written by `export_translator`
-                  threads: int = 1): # CPU threads of each session
-    "onnxruntime sessions of an exported model's encoder and decoder step, and its meta.json."
+                  threads: int = 1): # CPU threads of each InferenceSession
+    "onnxruntime InferenceSessions of an exported model's encoder and decoder step, and its meta.json."
     import onnxruntime as ort
     d = Path(model_dir)
     opts = ort.SessionOptions(); opts.intra_op_num_threads = opts.inter_op_num_threads = threads

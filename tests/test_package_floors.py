@@ -27,6 +27,8 @@ FLOORS = {
     "table3": 11,                                  # reads the grids of variations: beside the paper, seeds, verdicts
     "grid": 11,                                    # runs the grid of variations: each row through the Trainer, table3.csv (31a)
     "shipped": 11,                                 # the shipped models by name: loads through checkpoint, uses inference and parser
+    "onnx_export": 11.5,                           # the shipped translators as ONNX graphs for the page: loads through shipped
+    "onnx_parser": 11.75,                          # the shipped chart parser as an ONNX graph: uses onnx_export's weight tools
     "console": 11.5,                               # the commands' plumbing: signals from the first moment, one-line errors, help, --device
     "cli": 12,                                     # every console script
 }

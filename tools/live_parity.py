@@ -95,7 +95,7 @@ def parse_parity(models: Path, limit: int | None = None, tmp: Path | None = None
     js = [json.loads(l)['bracketed'] for l in js_lines]
     norm = lambda s: ' '.join(str(s).split())
     same = sum(norm(a) == norm(b) for a, b in zip(py, js))
-    f1 = lambda trees: evalb(gold, [with_tags(t, g) for t, g in zip(trees, gold)])['f1']
+    f1 = lambda trees: evalb(gold, [with_tags(t, g) for t, g in zip(trees, gold)])['all']['f1']
     return dict(model='ptb-chart', data='WSJ section 22 (gold words)', sentences=len(gold), identical=same,
                 identical_share=same / len(gold), f1_python=f1(py), f1_page=f1([parse_tree(s) for s in js]),
                 python_s=round(py_s, 1), python_cpu_s=round(py_cpu, 1), node_s=round(js_s, 1))
