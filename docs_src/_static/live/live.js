@@ -95,8 +95,8 @@ export function checkInput(text) {
   return {text: text.replace(/\s+/g, ' ').trim()};
 }
 
-function statusLine(root) {
-  const p = el('p', {class: 'live-status', role: 'status', 'aria-live': 'polite'}, root);
+function statusLine(root, cls = 'live-status') {
+  const p = el('p', {class: cls, role: 'status', 'aria-live': 'polite'}, root);
   return {
     set(msg, kind = 'info') { p.textContent = msg; p.dataset.kind = kind; },
   };
@@ -127,10 +127,11 @@ function translateBox(root) {
   box.value = EXAMPLES[model] || '';
   const go = el('button', {type: 'button', class: 'live-go'}, root, 'Translate');
   const out = el('p', {class: 'live-output', 'aria-label': 'translation'}, root);
-  const status = statusLine(root);
+  const status = statusLine(root), progress = statusLine(root, 'live-progress');
   const note = el('p', {class: 'live-note'}, root);
   sizeNote(note, names, 'The model runs in this page.');
-  const warm = () => loadModel(model, m => status.set(m)).then(() => status.set('Ready.'), e => status.set(`The model could not be loaded: ${e.message}`, 'error'));
+  const warm = () => loadModel(model, m => progress.set(m)).then(() => progress.set('The model is loaded.'),
+                                                               e => progress.set(`The model could not be loaded: ${e.message}`, 'error'));
   pick.addEventListener('change', () => {
     const was = EXAMPLES[model]; model = pick.value;
     if (!box.value.trim() || box.value === was) box.value = EXAMPLES[model] || '';
@@ -141,7 +142,9 @@ function translateBox(root) {
     if (input.error) { status.set(input.error, 'error'); out.textContent = ''; return; }
     go.disabled = true;
     try {
-      const tr = await loadModel(model, m => status.set(m));
+      status.set('Waiting for the model…');
+      const tr = await loadModel(model, m => progress.set(m));
+      progress.set('The model is loaded.');
       status.set('Translating…');
       const t0 = performance.now();
       const r = await tr.translate(input.text, {beamSize: Number(decoding.value)});
@@ -163,7 +166,7 @@ function parseBox(root) {
   const words = el('p', {class: 'live-words'}, root);
   const tree = el('div', {class: 'live-tree'}, root);
   const bracketed = el('pre', {class: 'live-bracketed'}, root);
-  const status = statusLine(root);
+  const status = statusLine(root), progress = statusLine(root, 'live-progress');
   const note = el('p', {class: 'live-note'}, root);
   sizeNote(note, ['ptb-chart'], 'The parser loads when you press Parse.');
   go.addEventListener('click', async () => {
@@ -171,7 +174,9 @@ function parseBox(root) {
     if (input.error) { status.set(input.error, 'error'); return; }
     go.disabled = true;
     try {
-      const parser = await loadModel('ptb-chart', m => status.set(m));
+      status.set('Waiting for the parser…');
+      const parser = await loadModel('ptb-chart', m => progress.set(m));
+      progress.set('The parser is loaded.');
       status.set('Parsing…');
       const t0 = performance.now();
       const r = await parser.parse(input.text);
@@ -192,14 +197,16 @@ function explorerBox(root) {
   const box = el('input', {type: 'text', class: 'live-input', 'aria-label': 'your sentence for the attention explorer', maxlength: 20000}, root);
   box.value = root.dataset.example || EXAMPLES[model] || '';
   const go = el('button', {type: 'button', class: 'live-go'}, root, 'Translate and draw its attention');
-  const status = statusLine(root);
+  const status = statusLine(root), progress = statusLine(root, 'live-progress');
   status.set('The example below is a stored run; type your own sentence to see the model attend to it.');
   go.addEventListener('click', async () => {
     const input = checkInput(box.value);
     if (input.error) { status.set(input.error, 'error'); return; }
     go.disabled = true;
     try {
-      const tr = await loadModel(model, m => status.set(m));
+      status.set('Waiting for the model…');
+      const tr = await loadModel(model, m => progress.set(m));
+      progress.set('The model is loaded.');
       status.set('Translating…');
       const rec = await tr.record(input.text);
       const view = document.querySelector(`.attention-explorer[data-name="${target}"]`);
