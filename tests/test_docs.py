@@ -279,3 +279,14 @@ def test_inference_page_explorer(browser, built_docs):
     page.close()
     assert not seen['errors'], seen['errors']
     assert all(u.startswith('file://') for u in seen['requests']), [u for u in seen['requests'] if not u.startswith('file://')]
+
+
+def test_api_blocks_fold_on_the_reading_path():
+    "Parts I-III read each function once: its show_doc block folds under the heading; the engine room keeps them open"
+    from build_docs import _reading_pages, fold_api_block
+    md = '<hr class="showdoc-rule"/>\n\n### attention\n\n```python\ndef attention(q, k, v)\n```\n\n| | Type |\n|---|---|\n'
+    folded = fold_api_block(md)
+    head, body = folded.split('<details class="api-block">')
+    assert '### attention' in head and 'def attention' not in head and 'def attention' in body and body.rstrip().endswith('</details>')
+    pages = _reading_pages()
+    assert {'01_attention', '10_decode', '20_chart_parser'} <= pages and not pages & {'23_config', '35_fast_decoding', '00_at_work'}

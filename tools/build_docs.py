@@ -221,6 +221,21 @@ _re_mdlink = re.compile(r'(\]\()([^)\s]+)(\))')
 _re_attr_link = re.compile(r'\[([^\]]+)\]\(([^)\s]+)\)\{[^}]*\}')
 
 
+def _reading_pages() -> set:
+    "The pages of Parts I-III, where the code is read once: their API blocks fold"
+    return {p for part in book.numbered_parts()[:3] for p in part.pages}
+
+
+def fold_api_block(md: str) -> str:
+    """A show_doc block folded under its heading: the `### name` heading stays (doc links point at its anchor), the
+    signature, docstring and parameter table open from a "signature and parameters" line. The code above it on the page
+    already shows the function; the engine room keeps its blocks open."""
+    m = re.search(r'^###\s.+$', md, re.M)
+    if not m or not md[m.end():].strip(): return md
+    return (md[:m.end()] + '\n\n<details class="api-block"><summary>signature and parameters</summary>\n\n'
+            + md[m.end():].strip() + '\n\n</details>\n')
+
+
 class Converter:
     "Turn processed notebooks into MyST notebooks for Sphinx (or markdown for the README)"
     def __init__(self, nb_paths, cfg, readme=False):
@@ -257,6 +272,7 @@ class Converter:
         md = self.markdown(md, src)
         if self.readme: return md
         if md.lstrip().startswith('---'): md = '<hr class="showdoc-rule"/>\n\n' + md.lstrip()[3:].lstrip()
+        if src.stem in _reading_pages(): md = fold_api_block(md)
         return md
 
     def convert(self, nb, src: Path) -> dict:
