@@ -180,6 +180,30 @@ def log_prob(model, src, tokens):
     return logp[0].gather(1, y[0, 1:, None]).sum().item()
 
 
+# ---------------- 10a_bleu
+# Exercise 1
+def clip_by_hand(hyp, refs, n):
+    grams = lambda toks: [tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+    clipped = sum(min(grams(hyp).count(g), max(grams(r).count(g) for r in refs)) for g in set(grams(hyp)))  # the largest count in one reference
+    return clipped, len(grams(hyp))
+
+# Exercise 2
+def corpus_brevity_penalty(lengths):
+    c = sum(h for h, _ in lengths)
+    r = sum(min(rs, key=lambda x: (abs(x - h), x)) for h, rs in lengths)  # best match lengths, the shorter on a tie
+    return 1.0 if c > r else math.exp(1 - r / c)  # once, for the whole corpus
+
+# Exercise 3
+def sentence_bleu_by_hand(hyp, ref):
+    from annotated_transformer.bleu import brevity_penalty, clipped_matches, modified_precisions
+    h, r = hyp.split(), ref.split()
+    counts = [clipped_matches(h, [r], n) for n in range(1, 5)]
+    counts = [(m, t) for m, t in counts if t > 0]  # effective order: only the orders the hypothesis has n-grams of
+    p = modified_precisions([m for m, _ in counts], [t for _, t in counts], smooth="exp")
+    if not any(m for m, _ in counts): return 0.0
+    return 100 * brevity_penalty(len(h), len(r)) * math.exp(sum(map(math.log, p)) / len(p))
+
+
 # ---------------- 11_copy_task
 # Exercise 1
 def exact_match(out, tgt_out, pad=0):

@@ -86,6 +86,14 @@ WRONG = {
     ('10_decode', 'log_prob'):  # the mean log-probability per token, not the sum
         '@torch.no_grad()\ndef log_prob(model, src, tokens):\n    y = torch.tensor([[model.cfg.bos_idx, *tokens]])\n'
         '    logp = model.generator(model.decode(y[:, :-1], model.encode(src))).log_softmax(-1)\n    return logp[0].gather(1, y[0, 1:, None]).mean().item()',
+    ('10a_bleu', 'clip_by_hand'):  # clips by the references' counts added up, not by the largest count in one reference
+        'def clip_by_hand(hyp, refs, n):\n    g = lambda t: [tuple(t[i:i + n]) for i in range(len(t) - n + 1)]\n'
+        '    return sum(min(g(hyp).count(x), sum(g(r).count(x) for r in refs)) for x in set(g(hyp))), len(g(hyp))',
+    ('10a_bleu', 'corpus_brevity_penalty'):  # the average of the sentences' penalties
+        'def corpus_brevity_penalty(lengths):\n    bp = lambda c, r: 1.0 if c > r else math.exp(1 - r / c)\n'
+        '    return sum(bp(h, min(rs, key=lambda x: (abs(x - h), x))) for h, rs in lengths) / len(lengths)',
+    ('10a_bleu', 'sentence_bleu_by_hand'):  # the corpus formula on one sentence: smoothed, but no effective order
+        'def sentence_bleu_by_hand(hyp, ref): return bleu_by_hand([hyp], [ref], smooth="exp").score',
     ('11_copy_task', 'exact_match'):  # compares only the columns both have
         'def exact_match(out, tgt_out, pad=0): return (out[:, :tgt_out.size(1)] == tgt_out[:, :out.size(1)]).all(1).float().mean().item()',
     ('11_copy_task', 'diagonal_share'):  # the key after the query's own: the token just copied
@@ -158,7 +166,7 @@ def test_every_exercise_has_a_wrong_answer_to_refuse():
 _SKIP = {'slow', 'cuda', 'multigpu', 'rerun'}   # as nbdev_test without --flags
 
 
-@pytest.mark.slow  # runs the eleven pages of Parts I-II (about two minutes)
+@pytest.mark.slow  # runs the twelve pages of Parts I-II (about two minutes)
 @pytest.mark.parametrize('stem', exercise_pages())
 def test_checks_refuse_a_wrong_answer_and_accept_the_reference(stem, monkeypatch):
     "Each page runs as a reader runs it; at each check, a wrong answer is refused and the reference is accepted"

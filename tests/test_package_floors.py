@@ -5,6 +5,7 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "annotated_transformer"
 # Each module's floor: it may import only modules on lower floors. The README draws the same house.
 FLOORS = {
     "attention": 0, "rnn": 0, "data": 0, "batching": 0, "optim": 0, "loss": 0, "complexity": 0,
+    "bleu": 0,                                     # BLEU by hand: clipped n-gram precisions, brevity penalty (10a)
     "layers": 1, "embeddings": 1, "trees": 1,     # the paper's core (dropout from attention), and treebank files
     "model": 2, "evalb": 2, "spans": 2,           # spans: a tree as labelled spans, and CKY (19a)
     "config": 3,                                   # TrainConfig; TransformerConfig is the model's (04_model)
