@@ -85,8 +85,11 @@ def attention_maps(model: Transformer, src: list[int], # source ids, EOS last
             "cross": [w["cross"][0].cpu() for w in dec]}
 
 def _labels(ids, tokenizer, labels):
+    "Axis labels: the given ones, else the tokenizer's pieces with its special tokens named as the book names them (BOS, EOS, PAD)."
     if labels is not None: return list(labels)
-    return [tokenizer.sp.id_to_piece(i) for i in ids] if tokenizer is not None else [str(i) for i in ids]
+    if tokenizer is None: return [str(i) for i in ids]
+    special = {tokenizer.bos_id: "BOS", tokenizer.eos_id: "EOS", tokenizer.pad_id: "PAD"}  # sentencepiece's <s>, </s>, <pad>
+    return [special.get(i, tokenizer.sp.id_to_piece(i)) for i in ids]
 
 # %% ../nbs/13_inference.ipynb #4552fe42
 def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source ids (EOS last), decoder input (BOS first)
@@ -106,14 +109,16 @@ def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source 
     ncols = min(ncols, len(heads))
     nrows = -(-len(heads) // ncols)
     side = 7 / ncols  # the docs column is about 7 inches: panels share it, and the labels keep their 9 points
-    fig, axes = plt.subplots(nrows, ncols, figsize=(7, side * min(1.5, max(0.6, len(qlab) / len(klab))) * nrows + 0.4), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7, side * min(1.5, max(0.6, len(qlab) / len(klab))) * nrows + 0.4), squeeze=False,
+                             layout="constrained")  # leaves room for the colour bar
     for ax, h in zip(axes.flat, heads):
-        ax.imshow(w[h].numpy(), cmap="viridis", vmin=0, vmax=1)
+        im = ax.imshow(w[h].numpy(), cmap="viridis", vmin=0, vmax=1)
         ax.set_xticks(range(len(klab)), klab, rotation=90, fontsize=9); ax.set_yticks(range(len(qlab)), qlab, fontsize=9)
         ax.set_title(f"head {h}", fontsize=10)
     for ax in list(axes.flat)[len(heads):]: ax.axis("off")
+    cbar = fig.colorbar(im, ax=axes, shrink=0.8, aspect=30)  # one scale for every panel: a weight from 0 to 1
+    cbar.set_label("attention weight", fontsize=9); cbar.ax.tick_params(labelsize=9)
     fig.suptitle(f"{kind} attention, layer {layer % len(model.decoder.layers)}: queries (y) attend to keys (x)", fontsize=10)
-    fig.tight_layout()
     return fig
 
 # %% ../nbs/13_inference.ipynb #03444d69

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_table3.ipynb #8f537ce4
 from __future__ import annotations
-import csv, io
+import csv, io, math
 from pathlib import Path
 from .variations import ROWS, PAPER_TABLE3, read_table
 from .data import atomic_write
@@ -30,30 +30,115 @@ def compare(rows: list[dict]) -> list[dict]:
     return out
 
 # %% ../nbs/16_table3.ipynb #0a35fdfe
+# Label placement for the scatter of `plot_table3`: labels that overlap neither each other nor the points.
+def _label_points(ax, xs, ys, labels, avoid=(), fontsize=8):
+    "Label points without overlaps: each label takes the nearest free spot around its point, with a leader line when it sits away."
+    fig = ax.figure
+    fig.canvas.draw()
+    r, pt = fig.canvas.get_renderer(), fig.dpi / 72  # pixels per point
+    P = [tuple(p) for p in ax.transData.transform(list(zip(xs, ys)) + list(avoid))]  # pixels: the labelled points, then the others
+    box, mark = ax.get_window_extent(r), 3.5 * pt  # the axes; a marker's radius and margin
+    sizes = []
+    for s in labels:
+        t = ax.text(0, 0, s, fontsize=fontsize); bb = t.get_window_extent(r); t.remove()
+        sizes.append((bb.width + 2 * pt, bb.height + pt))
+    placed, leaders = [], []  # label boxes (x0, y0, x1, y1) and leader lines, in pixels
+    if ax.get_legend(): placed.append(tuple(ax.get_legend().get_window_extent(r).extents))
+    def hits(b):  # outside the axes, on a label or on a point
+        if b[0] < box.x0 or b[2] > box.x1 or b[1] < box.y0 or b[3] > box.y1: return True
+        if any(b[0] < q[2] and q[0] < b[2] and b[1] < q[3] and q[1] < b[3] for q in placed): return True
+        return any(b[0] - mark < x < b[2] + mark and b[1] - mark < y < b[3] + mark for x, y in P)
+    def turn(p, q, s): return (q[0] - p[0]) * (s[1] - p[1]) - (q[1] - p[1]) * (s[0] - p[0])
+    def crosses(i, c):  # the leader from point i to c meets a label, another point or another leader
+        p = P[i]
+        for k in range(1, 20):
+            x, y = p[0] + (c[0] - p[0]) * k / 20, p[1] + (c[1] - p[1]) * k / 20
+            if any(q[0] < x < q[2] and q[1] < y < q[3] for q in placed): return True
+            if any(j != i and math.dist((x, y), P[j]) < mark for j in range(len(P))): return True
+        return any(turn(p, c, a) * turn(p, c, b) < 0 and turn(a, b, p) * turn(a, b, c) < 0 for a, b in leaders)
+    crowd = [sum(math.dist(p, q) < 40 * pt for q in P) for p in P]
+    for i in sorted(range(len(labels)), key=lambda i: (-crowd[i], ys[i])):  # the most crowded points choose first
+        (w, h), p, best, least = sizes[i], P[i], None, None
+        near = any(j != i and math.dist(P[i], P[j]) < 12 * pt for j in range(len(P)))  # a label beside it could name either
+        for rad in ((16, 24, 32, 42, 54, 70, 90) if near else (4, 10, 18, 28, 40, 54, 70)):
+            for deg in range(0, 360, 15):
+                a = math.radians(deg)
+                dx, dy = rad * pt * math.cos(a), rad * pt * math.sin(a)
+                c = (p[0] + dx + math.copysign(w / 2, dx) * (abs(dx) > 1e-6), p[1] + dy + math.copysign(h / 2, dy) * (abs(dy) > 1e-6))
+                b = (c[0] - w / 2, c[1] - h / 2, c[0] + w / 2, c[1] + h / 2)
+                cost = rad + 6 * abs(math.sin(a))  # beside the point rather than above or below it
+                cand = (hits(b) + ((rad > 4 or near) and crosses(i, c)), cost, b, c, rad)  # (clashes, cost, ...)
+                if least is None or cand[:2] < least[:2]: least = cand  # the fallback: the fewest clashes
+                if not cand[0] and (best is None or cost < best[1]): best = cand
+            if best: break
+        _, _, b, c, rad = best or least  # with no free spot (a very crowded plot), the spot with the fewest clashes
+        placed.append(b)
+        line = near or rad > 4
+        if line: leaders.append((p, c))
+        ax.annotate(labels[i], (xs[i], ys[i]), xytext=((c[0] - p[0]) / pt, (c[1] - p[1]) / pt), textcoords="offset points",
+                    ha="center", va="center", fontsize=fontsize,
+                    arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=2, shrinkB=0) if line else None)
+
+def _label_column(ax, ys, labels, x=0.0, fontsize=8):
+    "Label points that share one x: labels in a column to their right, in the points' order, spread to one line apart, with leader lines."
+    fig = ax.figure
+    fig.canvas.draw()
+    r, pt = fig.canvas.get_renderer(), fig.dpi / 72
+    box = ax.get_window_extent(r)
+    t = ax.text(0, 0, "Ag", fontsize=fontsize); gap = t.get_window_extent(r).height + 1.5 * pt; t.remove()
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    want = [ax.transData.transform((x, ys[i]))[1] for i in order]
+    got = []
+    for y in want: got.append(max(y, got[-1] + gap) if got else max(y, box.y0 + gap / 2))  # push up ...
+    top = box.y1 - gap / 2
+    for k in range(len(got) - 1, -1, -1):  # ... then down, within the axes
+        top = min(got[k], top); got[k] = top; top -= gap
+    for k, i in enumerate(order):
+        ax.annotate(labels[i], (x, ys[i]), xytext=(28, (got[k] - want[k]) / pt), textcoords="offset points", ha="left", va="center",
+                    fontsize=fontsize, arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=2, shrinkB=1))
+
+
+# %% ../nbs/16_table3.ipynb #a7c3e1f2
 def plot_table3(rows: list[dict], title: str | None = None):
     "Changes against base, ours beside the paper's (perplexity ratio, BLEU difference), and perplexity vs parameters."
     import matplotlib.pyplot as plt
-    c = compare(rows)
-    fig, axs = plt.subplot_mosaic([["ppl", "bleu"], ["params", "params"]], figsize=(7, 9.5), height_ratios=[1.7, 1])  # the docs column
-    axs = [axs["ppl"], axs["bleu"], axs["params"]]
-    y = list(range(len(c)))[::-1]
-    for ax, ours, paper, label in ((axs[0], "ppl_ratio", "paper_ppl_ratio", "dev perplexity / base (lower is better)"),
-                                   (axs[1], "bleu_diff", "paper_bleu_diff", "dev BLEU - base (higher is better)")):
-        ax.barh([v + 0.2 for v in y], [r[ours] for r in c], height=0.4, label="ours (Multi30k val)")
-        ax.barh([v - 0.2 for v in y], [r[paper] for r in c], height=0.4, label="paper (newstest2013)")
-        ax.axvline(1.0 if "ratio" in ours else 0.0, color="k", lw=0.8)
-        ax.set_yticks(y, [r["row"] for r in c], fontsize=8); ax.set_xlabel(label, fontsize=9); ax.legend(fontsize=7)
-    axs[1].set_yticklabels([])
-    ax = axs[2]
-    for r in c:
-        ax.scatter(r["params_m"], r["dev_ppl"], color="C0", s=14)
-        ax.annotate(r["row"], (r["params_m"], r["dev_ppl"]), fontsize=7.5, xytext=(2, 2), textcoords="offset points")
-    ax.set_xscale("log"); ax.set_xlabel("parameters (millions, ours)"); ax.set_ylabel("dev perplexity (ours)")
     from matplotlib.ticker import ScalarFormatter, NullFormatter
+    c = compare(rows)
+    fig = plt.figure(figsize=(7, 10.5))  # the docs column
+    gs = fig.add_gridspec(2, 1, height_ratios=[1.6, 1.2], hspace=0.25)
+    g1, g2 = gs[0].subgridspec(1, 2, wspace=0.08), gs[1].subgridspec(1, 2, width_ratios=[3, 1.1], wspace=0.04)
+    a_ppl, a_bleu = fig.add_subplot(g1[0]), fig.add_subplot(g1[1])
+    ax = fig.add_subplot(g2[0]); side = fig.add_subplot(g2[1], sharey=ax)
+    y = list(range(len(c)))[::-1]
+    for a, ours, paper, label in ((a_ppl, "ppl_ratio", "paper_ppl_ratio", "dev perplexity / base (lower is better)"),
+                                  (a_bleu, "bleu_diff", "paper_bleu_diff", "dev BLEU - base (higher is better)")):
+        a.barh([v + 0.2 for v in y], [r[ours] for r in c], height=0.4, label="ours (Multi30k val)")
+        a.barh([v - 0.2 for v in y], [r[paper] for r in c], height=0.4, label="paper (newstest2013)")
+        a.axvline(1.0 if "ratio" in ours else 0.0, color="k", lw=0.8)
+        a.set_yticks(y, [r["row"] for r in c], fontsize=8); a.set_xlabel(label, fontsize=9); a.tick_params(labelsize=8)
+    a_bleu.set_yticklabels([])
+    a_ppl.legend(fontsize=8, loc="lower center", bbox_to_anchor=(1.04, 1.0), ncol=2, frameon=False)  # one legend for both panels
+    base_params = next(r["params_m"] for r in c if r["row"] == "base")
+    same = [r for r in c if r["params_m"] == base_params]  # rows that keep the base's size (A, D): one vertical line, named at the side
+    other = [r for r in c if r["params_m"] != base_params]
+    ax.scatter([r["params_m"] for r in other], [r["dev_ppl"] for r in other], color="C0", s=14, zorder=3)
+    ax.scatter([base_params] * len(same), [r["dev_ppl"] for r in same], color="C1", s=14, zorder=3)
+    ax.legend(["rows of other sizes", "rows of the base's size, named at right"], fontsize=8, loc="best")
+    ax.set_xscale("log"); ax.set_xlabel("parameters (millions, ours)", fontsize=9); ax.set_ylabel("dev perplexity (ours)", fontsize=9)
     ax.xaxis.set_major_formatter(ScalarFormatter()); ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xticks([1, 2, 4, 8])
-    if title: fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    lo, hi = min(r["params_m"] for r in c) / 1.3, max(r["params_m"] for r in c) * 1.8  # room for a label on the right
+    ax.set_xlim(lo, hi); ax.set_xticks([2 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1) if lo <= 2 ** k <= hi])
+    ax.tick_params(labelsize=8)
+    lo, hi = min(r["dev_ppl"] for r in c), max(r["dev_ppl"] for r in c)
+    ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
+    side.scatter([0] * len(same), [r["dev_ppl"] for r in same], color="C1", s=14, zorder=3)
+    side.set_xlim(-0.15, 1); side.set_xticks([]); side.tick_params(labelleft=False, labelsize=8)
+    side.set_title(f"rows of the base's size\n({base_params:.2f}M parameters)", fontsize=8)
+    if title: fig.suptitle(title, fontsize=10, y=0.995)
+    fig.subplots_adjust(left=0.16, right=0.98, top=0.93, bottom=0.05)  # fixed before the labels are placed in pixels
+    _label_points(ax, [r["params_m"] for r in other], [r["dev_ppl"] for r in other], [r["row"] for r in other],
+                  avoid=[(base_params, r["dev_ppl"]) for r in same])
+    _label_column(side, [r["dev_ppl"] for r in same], [r["row"] for r in same])
     return fig
 
 # %% ../nbs/16_table3.ipynb #8090c471
