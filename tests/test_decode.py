@@ -209,7 +209,8 @@ def test_attention_axes_labelled_with_right_tokens(run_dir):
     import matplotlib; matplotlib.use("Agg")
     model, tok = load_translator(run_dir / "checkpoint.pt")
     src, tgt = tok.encode("a b c d e") + [2], [1] + tok.encode("f g h")  # S = 6, T = 4: the axes cannot be confused
-    pieces = lambda ids: [tok.sp.id_to_piece(i) for i in ids]
+    special = {tok.bos_id: "BOS", tok.eos_id: "EOS", tok.pad_id: "PAD"}  # named as the book names them
+    pieces = lambda ids: [special.get(i, tok.sp.id_to_piece(i)) for i in ids]
     for kind, (y, x) in {"cross": (tgt, src), "encoder": (src, src), "self": (tgt, tgt)}.items():
         fig = plot_attention(model, src, tgt, kind, layer=0, tokenizer=tok)
         ax = fig.axes[0]
