@@ -36,6 +36,13 @@ def _open(browser, server, page_name, fail=None):
     return ctx, page, seen
 
 
+def _close_clean(ctx, seen, refused=True):
+    "Close the page; it logged no console error and (where the test asks) made no request outside the test server."
+    ctx.close()
+    assert not seen['errors'], seen['errors']
+    if refused: assert not seen['refused'], seen['refused']
+
+
 def _status(box):
     return box.locator('.live-status').text_content()
 
@@ -65,9 +72,7 @@ def test_translate_box_gives_at_translates_translation(chromium, server, python_
     assert box.locator('.live-output').text_content() == want
     # the other direction loads only when picked
     assert not any('multi30k-en-de' in u for u in page.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)"))
-    ctx.close()
-    assert not seen['errors'], seen['errors']
-    assert not seen['refused'], seen['refused']
+    _close_clean(ctx, seen)
 
 
 def test_parse_box_gives_the_python_parsers_tree(chromium, server, python_models):
@@ -80,9 +85,7 @@ def test_parse_box_gives_the_python_parsers_tree(chromium, server, python_models
     tree = python_models['parser'].parse([' '.join(words)])[0]
     assert ' '.join(box.locator('.live-bracketed').text_content().split()) == ' '.join(str(tree).split())
     assert box.locator('svg.live-tree-svg text.live-tree-word').count() == len(words)
-    ctx.close()
-    assert not seen['errors'], seen['errors']
-    assert not seen['refused'], seen['refused']
+    _close_clean(ctx, seen)
 
 
 def test_explorer_draws_every_head_for_the_readers_sentence(chromium, server, python_models):
@@ -103,8 +106,7 @@ def test_explorer_draws_every_head_for_the_readers_sentence(chromium, server, py
     rec = python_models['de_en'].attention(DE)  # the Python explorer record of the same sentence: its token counts
     T, S = len(rec['tgt_tokens']), len(rec['src_tokens'])
     assert view.locator('rect.ae-weight').count() == H * T * S
-    ctx.close()
-    assert not seen['errors'], seen['errors']
+    _close_clean(ctx, seen, refused=False)
 
 
 @pytest.mark.parametrize('text, expect', [
@@ -121,8 +123,7 @@ def test_bad_input_gets_a_message_not_a_frozen_page(chromium, server, text, expe
     status = _run(page, box, text)
     assert re.search(expect, status), status
     assert box.locator('img').count() == 0 and box.locator('.live-output b').count() == 0, 'the input was run as HTML'
-    ctx.close()
-    assert not seen['errors'], seen['errors']
+    _close_clean(ctx, seen, refused=False)
 
 
 def test_a_model_file_that_fails_to_load_says_so(chromium, server):

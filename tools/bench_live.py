@@ -15,19 +15,17 @@ The site must be built first (`python tools/build_docs.py`). Writes one JSON fil
 """
 from __future__ import annotations
 
-import argparse, functools, http.server, json, os, platform, shutil, sys, tempfile, threading, time
+import argparse, functools, http.server, json, shutil, sys, tempfile, threading, time
 from pathlib import Path
+
+from annotated_transformer.data import read_lines
+from annotated_transformer.runs import hardware
+from live_parity import positive_int  # tools/, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT/'docs'
 PARSE_30 = ("The chairman of the company said on Tuesday that the board had approved a plan to sell two of its "
             "smaller units to a group of investors for about $ 40 million in cash .")
-
-
-def cpu_name() -> str:
-    for line in Path('/proc/cpuinfo').read_text().splitlines() if Path('/proc/cpuinfo').exists() else []:
-        if line.startswith('model name'): return line.split(':', 1)[1].strip()
-    return platform.processor() or 'unknown CPU'
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -69,7 +67,7 @@ def first_translation(ctx, url, text) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--out', default=None, help='JSON file to write (default: results/bench/live-<cpu>.json)')
-    ap.add_argument('--sentences', type=int, default=20, help='further sentences timed (default: 20)')
+    ap.add_argument('--sentences', type=positive_int, default=20, help='further sentences timed (default: 20)')
     ap.add_argument('--data', default=None, help='test2016 German file (default: the shared Multi30k test2016)')
     a = ap.parse_args(argv)
     if not (DOCS/'_static'/'models'/'index.json').exists():
@@ -78,14 +76,15 @@ def main(argv=None) -> int:
     if not exe: print('error: chromium is not installed (apt-get install chromium)', file=sys.stderr); return 1
     data = Path(a.data) if a.data else next((p for p in (ROOT.parent/'shared'/'data'/'multi30k').glob('test_2016_flickr.de*')), None)
     if data is None or not data.exists(): print(f'error: {a.data or "../shared/data/multi30k/test_2016_flickr.de"}: missing', file=sys.stderr); return 1
-    import gzip as _gz
-    raw = data.read_bytes()
-    lines = (_gz.decompress(raw) if data.suffix == '.gz' else raw).decode().splitlines()
+    try: lines = read_lines(data)
+    except (OSError, ValueError) as e: print(f'error: {e}', file=sys.stderr); return 1
     short = [l for l in lines if 0 < len(l.split()) <= 20][: a.sentences + 1]
+    if len(short) < 2: print(f'error: {data}: {len(short)} sentences of 1 to 20 words; the benchmark needs at least 2', file=sys.stderr); return 1
     index = json.loads((DOCS/'_static'/'models'/'index.json').read_text())
     from playwright.sync_api import sync_playwright
     srv, url = serve(DOCS)
-    res = dict(cpu=cpu_name(), logical_cpus=os.cpu_count(), browser=None, when=time.strftime('%Y-%m-%d'))
+    hw = hardware()  # the package's record of this machine, as run records keep it
+    res = dict(cpu=hw['cpu'], logical_cpus=hw['logical_cpus'], browser=None, when=time.strftime('%Y-%m-%d'))
     try:
         with sync_playwright() as p, tempfile.TemporaryDirectory() as prof:
             kw = dict(executable_path=exe, args=['--no-sandbox', '--disable-gpu'], headless=True, viewport={'width': 1280, 'height': 800})

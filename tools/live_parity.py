@@ -13,28 +13,19 @@ Writes one JSON file with the numbers, the machine and the seconds each side too
 """
 from __future__ import annotations
 
-import argparse, gzip, json, os, platform, shutil, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
+
+from annotated_transformer.data import read_lines
+from annotated_transformer.runs import hardware
 
 ROOT = Path(__file__).resolve().parent.parent
 JS = ROOT/'tests'/'js'
 
 
-def cpu_name() -> str:
-    p = Path('/proc/cpuinfo')
-    for line in p.read_text().splitlines() if p.exists() else []:
-        if line.startswith('model name'): return line.split(':', 1)[1].strip()
-    return platform.processor() or 'unknown CPU'
-
-
 def data_dir() -> Path:
     from annotated_transformer.data import default_data_dir
     return Path(default_data_dir())
-
-
-def _lines(p: Path) -> list[str]:
-    raw = p.read_bytes()
-    return (gzip.decompress(raw) if p.suffix == '.gz' else raw).decode('utf-8').splitlines()
 
 
 def exported_models(out: Path) -> Path:
@@ -63,8 +54,8 @@ def translation_parity(models: Path, limit: int | None = None, tmp: Path | None 
     import sacrebleu
     from annotated_transformer.shipped import pretrained
     d = data_dir()/'multi30k'
-    src = _lines(d/'test_2016_flickr.de.gz')[:limit]
-    ref = _lines(d/'test_2016_flickr.en.gz')[:limit]
+    src = read_lines(d/'test_2016_flickr.de.gz')[:limit]
+    ref = read_lines(d/'test_2016_flickr.en.gz')[:limit]
     t0, tp = time.time(), time.process_time()
     py = pretrained('multi30k-de-en').translate(src, beam_size=4)
     py_s, py_cpu = time.time() - t0, time.process_time() - tp
@@ -101,16 +92,28 @@ def parse_parity(models: Path, limit: int | None = None, tmp: Path | None = None
                 python_s=round(py_s, 1), python_cpu_s=round(py_cpu, 1), node_s=round(js_s, 1))
 
 
+def positive_int(s: str) -> int:
+    "An argparse type: a whole number of at least 1"
+    try: n = int(s)
+    except ValueError: raise argparse.ArgumentTypeError(f'{s!r} is not a whole number')
+    if n < 1: raise argparse.ArgumentTypeError(f'{n} is less than 1')
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--models', default=None, help='exported models (default: the docs build cache, else a fresh export)')
     ap.add_argument('--out', default=str(ROOT/'results'/'live'/'parity.json'), help='JSON file to write')
-    ap.add_argument('--limit', type=int, default=None, help='only the first N sentences of each set (a quick look)')
+    ap.add_argument('--limit', type=positive_int, default=None, help='only the first N sentences of each set (a quick look)')
     ap.add_argument('--only', choices=('translation', 'parsing'), default=None, help='one of the two checks')
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         models = Path(a.models) if a.models else exported_models(Path(tmp)/'models')
-        res = dict(cpu=cpu_name(), logical_cpus=os.cpu_count(), when=time.strftime('%Y-%m-%d'),
+        wanted = [n for n, check in (('multi30k-de-en', 'parsing'), ('ptb-chart', 'translation')) if a.only != check]
+        missing = [str(models/n/'meta.json') for n in wanted if not (models/n/'meta.json').is_file()]
+        if missing: print(f'error: --models: {", ".join(missing)}: missing (export the models first)', file=sys.stderr); return 1
+        hw = hardware()  # the package's record of this machine, as run records keep it
+        res = dict(cpu=hw['cpu'], logical_cpus=hw['logical_cpus'], when=time.strftime('%Y-%m-%d'),
                    node=subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip())
         if a.only != 'parsing': res['translation'] = translation_parity(models, a.limit, Path(tmp))
         if a.only != 'translation': res['parsing'] = parse_parity(models, a.limit, Path(tmp))

@@ -112,6 +112,28 @@ async function sizeNote(root, names, prefix) {
   } catch (e) { root.textContent = e.message; }
 }
 
+/**
+ * Wire a box's button: check the reader's text, load the model (its progress on a line of its own), then run
+ * `work(model, text)`, whose returned message, or the error's, goes to the status line. A RangeError (too long) is
+ * the reader's to fix and is shown as it is.
+ */
+function onRun({go, box, status, progress, model, what, doing, failed, onBadInput = () => {}}, work) {
+  go.addEventListener('click', async () => {
+    const input = checkInput(box.value);
+    if (input.error) { status.set(input.error, 'error'); onBadInput(); return; }
+    go.disabled = true;
+    try {
+      status.set(`Waiting for the ${what}…`);
+      const m = await loadModel(model(), msg => progress.set(msg));
+      progress.set(`The ${what} is loaded.`);
+      status.set(doing);
+      status.set(await work(m, input.text));
+    } catch (e) {
+      status.set(e instanceof RangeError ? e.message : `${failed}: ${e.message}`, 'error');
+    } finally { go.disabled = false; }
+  });
+}
+
 function translateBox(root) {
   root.textContent = '';
   const names = (root.dataset.models || 'multi30k-de-en multi30k-en-de').split(/\s+/);
@@ -137,23 +159,13 @@ function translateBox(root) {
     if (!box.value.trim() || box.value === was) box.value = EXAMPLES[model] || '';
     out.textContent = ''; warm();
   });
-  go.addEventListener('click', async () => {
-    const input = checkInput(box.value);
-    if (input.error) { status.set(input.error, 'error'); out.textContent = ''; return; }
-    go.disabled = true;
-    try {
-      status.set('Waiting for the model…');
-      const tr = await loadModel(model, m => progress.set(m));
-      progress.set('The model is loaded.');
-      status.set('Translating…');
-      const t0 = performance.now();
-      const r = await tr.translate(input.text, {beamSize: Number(decoding.value)});
-      out.textContent = r.text;
-      status.set(`Translated in ${((performance.now() - t0) / 1000).toFixed(2)} s, in this page (${r.tokens.length} subword tokens out).`);
-      root.dispatchEvent(new CustomEvent('live-done', {detail: r}));
-    } catch (e) {
-      status.set(e instanceof RangeError ? e.message : `Could not translate: ${e.message}`, 'error');
-    } finally { go.disabled = false; }
+  onRun({go, box, status, progress, model: () => model, what: 'model', doing: 'Translating…', failed: 'Could not translate',
+         onBadInput: () => { out.textContent = ''; }}, async (tr, text) => {
+    const t0 = performance.now();
+    const r = await tr.translate(text, {beamSize: Number(decoding.value)});
+    out.textContent = r.text;
+    root.dispatchEvent(new CustomEvent('live-done', {detail: r}));
+    return `Translated in ${((performance.now() - t0) / 1000).toFixed(2)} s, in this page (${r.tokens.length} subword tokens out).`;
   });
   if (root.dataset.load !== 'click') warm();
 }
@@ -169,25 +181,15 @@ function parseBox(root) {
   const status = statusLine(root), progress = statusLine(root, 'live-progress');
   const note = el('p', {class: 'live-note'}, root);
   sizeNote(note, ['ptb-chart'], 'The parser loads when you press Parse.');
-  go.addEventListener('click', async () => {
-    const input = checkInput(box.value);
-    if (input.error) { status.set(input.error, 'error'); return; }
-    go.disabled = true;
-    try {
-      status.set('Waiting for the parser…');
-      const parser = await loadModel('ptb-chart', m => progress.set(m));
-      progress.set('The parser is loaded.');
-      status.set('Parsing…');
-      const t0 = performance.now();
-      const r = await parser.parse(input.text);
-      words.textContent = 'Penn Treebank words: ' + r.words.join('  ');
-      bracketed.textContent = r.bracketed;
-      tree.textContent = '';
-      drawTree(tree, parseBracketed(r.bracketed));
-      status.set(`Parsed in ${((performance.now() - t0) / 1000).toFixed(2)} s, in this page (${r.words.length} words).`);
-    } catch (e) {
-      status.set(e instanceof RangeError ? e.message : `Could not parse: ${e.message}`, 'error');
-    } finally { go.disabled = false; }
+  onRun({go, box, status, progress, model: () => 'ptb-chart', what: 'parser', doing: 'Parsing…', failed: 'Could not parse'},
+        async (parser, text) => {
+    const t0 = performance.now();
+    const r = await parser.parse(text);
+    words.textContent = 'Penn Treebank words: ' + r.words.join('  ');
+    bracketed.textContent = r.bracketed;
+    tree.textContent = '';
+    drawTree(tree, parseBracketed(r.bracketed));
+    return `Parsed in ${((performance.now() - t0) / 1000).toFixed(2)} s, in this page (${r.words.length} words).`;
   });
 }
 
@@ -199,25 +201,15 @@ function explorerBox(root) {
   const go = el('button', {type: 'button', class: 'live-go'}, root, 'Translate and draw its attention');
   const status = statusLine(root), progress = statusLine(root, 'live-progress');
   status.set('The example below is a stored run; type your own sentence to see the model attend to it.');
-  go.addEventListener('click', async () => {
-    const input = checkInput(box.value);
-    if (input.error) { status.set(input.error, 'error'); return; }
-    go.disabled = true;
-    try {
-      status.set('Waiting for the model…');
-      const tr = await loadModel(model, m => progress.set(m));
-      progress.set('The model is loaded.');
-      status.set('Translating…');
-      const rec = await tr.record(input.text);
-      const view = document.querySelector(`.attention-explorer[data-name="${target}"]`);
-      const stored = (window.ATTENTION_DATA || {})[target];
-      const data = {name: target, scale: stored?.scale || 1, n_layers: tr.meta.n_layers, n_heads: tr.meta.n_heads,
-                    sentences: [rec, ...(stored?.sentences || [])]};
-      window.AttentionExplorer.draw(view, data);
-      status.set(`Your sentence, translated in this page: ${rec.translation}`);
-    } catch (e) {
-      status.set(e instanceof RangeError ? e.message : `Could not translate: ${e.message}`, 'error');
-    } finally { go.disabled = false; }
+  onRun({go, box, status, progress, model: () => model, what: 'model', doing: 'Translating…', failed: 'Could not translate'},
+        async (tr, text) => {
+    const rec = await tr.record(text);
+    const view = document.querySelector(`.attention-explorer[data-name="${target}"]`);
+    const stored = (window.ATTENTION_DATA || {})[target];
+    const data = {name: target, scale: stored?.scale || 1, n_layers: tr.meta.n_layers, n_heads: tr.meta.n_heads,
+                  sentences: [rec, ...(stored?.sentences || [])]};
+    window.AttentionExplorer.draw(view, data);
+    return `Your sentence, translated in this page: ${rec.translation}`;
   });
 }
 
