@@ -195,7 +195,9 @@ def test_checks_refuse_a_wrong_answer_and_accept_the_reference(stem, monkeypatch
         e = ex.get(cell.idx_)
         if e is None: return
         t = e['title']
-        assert f'✗ {t}: not answered yet' in stdout(cell.outputs or []), f'{stem} {t}: the unanswered exercise does not say so'
+        if 'is not available' in (out := stdout(cell.outputs or [])) and out.startswith('skipped: '):   # skip_rest_without: no corpus here
+            pytest.skip(f'{stem}: {out.strip()}')
+        assert f'✗ {t}: not answered yet' in out, f'{stem} {t}: the unanswered exercise does not say so'
         stdout(sh.run(WRONG[(stem, e['name'])]))
         got = stdout(sh.run(cell.source))
         assert f'✗ {t}: not yet' in got, f'{stem} {t}: the check accepts the wrong answer in tests/test_exercises.py: {got!r}'
