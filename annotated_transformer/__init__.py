@@ -52,7 +52,10 @@ def _script(func: str, prog: str):
         import importlib
         return getattr(importlib.import_module(f"{__name__}.cli"), func)
     def main():
-        from .console import start  # stdlib only: its handler is in place before torch starts loading
+        # first of all (`_signal` is built in: nothing to load): Ctrl-C and SIGTERM wait, blocked, for `start`'s handler
+        import _signal as s
+        if hasattr(s, "pthread_sigmask"): s.pthread_sigmask(s.SIG_BLOCK, {s.SIGINT, s.SIGTERM})
+        from .console import start  # stdlib only (argparse and a few more): `start` unblocks them, its handler in place
         return start(load, prog)
     main.__name__ = main.__qualname__ = func
     return main

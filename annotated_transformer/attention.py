@@ -11,8 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['attention', 'dot_product_stats', 'causal_mask', 'padding_mask', 'merge_masks', 'copy_to_torch_mha', 'Dropout',
-           'to_sdpa_mask', 'MultiHeadAttention']
+__all__ = ['attention', 'dot_product_stats', 'causal_mask', 'padding_mask', 'merge_masks', 'SimpleMultiHeadAttention', 'copy_to_torch_mha', 'Dropout', 'to_sdpa_mask', 'MultiHeadAttention']
 
 # %% ../nbs/01_attention.ipynb #e3bf73cf
 def attention(q: Tensor, # queries (..., T, Dh)
@@ -80,21 +79,47 @@ def merge_masks(attn_mask: Tensor | None, # bool (T, S) or (B, T, S), True = blo
 
 def _check_mask(m: Tensor, name: str, shapes: list, expected: str):
     if m.dtype != torch.bool:
-        raise TypeError(f"{name} must be a bool tensor with True = blocked (as in torch.nn.Transformer), got dtype {m.dtype}")
+        raise TypeError(f"{name} must be a bool tensor with True = blocked (as in torch.nn.Transformer), "
+                        f"got dtype {m.dtype}")
     if tuple(m.shape) not in shapes:
-        raise ValueError(f"{name} has shape {tuple(m.shape)}; expected {expected} = {shapes[0 if len(shapes) == 1 else 1]}")
+        raise ValueError(f"{name} has shape {tuple(m.shape)}; "
+                         f"expected {expected} = {shapes[0 if len(shapes) == 1 else 1]}")
+
+# %% ../nbs/01_attention.ipynb #eab645d0
+class SimpleMultiHeadAttention(nn.Module):
+    """Multi-head attention (§3.2.2) as the equation reads: a loop over heads. The form to read; `MultiHeadAttention` is
+    its batched twin."""
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d_model, d_model) for _ in range(3))  # the W_i side by side
+        self.out_proj = nn.Linear(d_model, d_model)  # W^O
+
+    def forward(self, query, key, value, # (B, T, D), (B, S, D), (B, S, D)
+                mask=None): # bool (B, T, S), True = blocked
+        outs, weights = [], []
+        for i in range(self.n_heads):
+            rows = slice(i * self.d_k, (i + 1) * self.d_k)  # head i's rows of each projection
+            q = F.linear(query, self.q_proj.weight[rows], self.q_proj.bias[rows])  # (B, T, Dh)
+            k = F.linear(key, self.k_proj.weight[rows], self.k_proj.bias[rows])  # (B, S, Dh)
+            v = F.linear(value, self.v_proj.weight[rows], self.v_proj.bias[rows])  # (B, S, Dh)
+            out, attn = attention(q, k, v, mask)  # (B, T, Dh), (B, T, S)
+            outs.append(out); weights.append(attn)
+        return self.out_proj(torch.cat(outs, dim=-1)), torch.stack(weights, dim=1)  # (B, T, D), (B, H, T, S)
 
 # %% ../nbs/01_attention.ipynb #63200d75
 @torch.no_grad()
 def copy_to_torch_mha(mha: nn.Module, ref: nn.MultiheadAttention):
-    "Copy the weights of our `MultiHeadAttention` (or `SimpleMultiHeadAttention`) into an `nn.MultiheadAttention` of the same size."
+    """Copy the weights of our `MultiHeadAttention` (or `SimpleMultiHeadAttention`) into an `nn.MultiheadAttention` of
+    the same size."""
     ref.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
     ref.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))
     ref.out_proj.weight.copy_(mha.out_proj.weight); ref.out_proj.bias.copy_(mha.out_proj.bias)
 
-# %% ../nbs/01_attention.ipynb #c0a1e01e
+# %% ../nbs/34_fast_attention.ipynb #200ff916
 class Dropout(nn.Module):
-    "Dropout (§5.4): zero each element with probability `p`, scale the rest by 1/(1-p); on a CPU, 16 random bits per element decide."
+    """Dropout (§5.4): zero each element with probability `p`, scale the rest by 1/(1-p); on a CPU, 16 random bits per
+    element decide."""
     def __init__(self, p: float = 0.1): # P_drop, in [0, 1)
         super().__init__()
         if not 0 <= p < 1: raise ValueError(f"p={p}: expected a probability in [0, 1)")
@@ -105,19 +130,20 @@ class Dropout(nn.Module):
         if x.device.type != "cpu" or torch.compiler.is_compiling(): return F.dropout(x, self.p, True)  # fused there
         k = min(round(self.p * 65536), 65535)  # drop where 16 uniform bits, read as 0..65535, fall below k
         n = x.numel()
-        bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2**63, 2**63 - 1)  # every 64 bits uniform: 4 elements each
+        # every 64 bits uniform: 4 elements each
+        bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2**63, 2**63 - 1)
         keep = bits.view(torch.int16)[:n].view(x.shape) >= k - 32768  # int16 holds 0..65535 shifted down by 32768
         return torch.where(keep, x * (65536 / (65536 - k)), 0.0)  # 1/(1 - k/65536): unbiased for the rounded P_drop
 
     def extra_repr(self) -> str: return f"p={self.p}"
 
 
-# %% ../nbs/01_attention.ipynb #18a639eb
+# %% ../nbs/34_fast_attention.ipynb #0e7ec1d5
 def to_sdpa_mask(mask: Tensor | None) -> Tensor | None:
     "Convert our mask (True = blocked) to the polarity of `F.scaled_dot_product_attention` (True = attend)."
     return None if mask is None else ~mask
 
-# %% ../nbs/01_attention.ipynb #93fc6eef
+# %% ../nbs/34_fast_attention.ipynb #12345548
 class MultiHeadAttention(nn.Module):
     "Multi-head attention (§3.2.2), batched over heads; masks use `True` = blocked."
     def __init__(self, d_model: int, # model width D

@@ -15,7 +15,7 @@ from .attention import MultiHeadAttention, causal_mask
 from .layers import copy_to_torch_layer
 from .embeddings import Embeddings, PositionalEncoding, tie_weights
 from .model import make_model
-from .optim import make_optimizer
+from .optim import make_optimizer, adam_kwargs
 from .loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from .batching import Batch
 from .decode import time_decoding
@@ -23,7 +23,7 @@ from .precision import resolve_precision, precision_trial, sync
 from .tasks import TASKS
 
 # %% auto #0
-__all__ = ['BENCH_PRESETS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_batch',
+__all__ = ['BENCH_PRESETS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_padded_batch',
            'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'at_threads', 'time_blocks',
            'train_flops', 'matmul_tflops', 'peak_tflops', 'median', 'make_pair', 'bench_train', 'bench_infer',
            'set_fused', 'bench_attention', 'bench_precision', 'bench_decode', 'bench_decode_batches']
@@ -38,7 +38,8 @@ BENCH_PRESETS = {  # name -> a fresh config of that size
     **{t: (lambda t=t: replace(TASKS[t].model, max_len=1024)) for t in ("copy", "ptb-sample", "ptb-small")}}
 
 def bench_config(preset: str) -> TransformerConfig:
-    "The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 14_translation run), `base` and `big` (Table 3), and the models of the `copy`, `ptb-sample` and `ptb-small` tasks."
+    """The model sizes the benchmarks use: `tiny` (tests), `multi30k` (the 14_translation run), `base` and `big` (Table
+    3), and the models of the `copy`, `ptb-sample` and `ptb-small` tasks."""
     if preset not in BENCH_PRESETS: raise ValueError(f"preset={preset!r}: expected one of {sorted(BENCH_PRESETS)}")
     return BENCH_PRESETS[preset]()
 
@@ -56,9 +57,10 @@ class TorchReference(nn.Module):
         self.pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.dropout)
         with warnings.catch_warnings():  # "enable_nested_tensor is True, but ... norm_first was True"
             warnings.simplefilter("ignore")
-            self.transformer = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.n_layers, cfg.d_ff, cfg.dropout,
-                                              batch_first=True, norm_first=cfg.norm_first)
-        if not cfg.norm_first:  # nn.Transformer always ends each stack with a LayerNorm; the paper's post-norm model does not
+            self.transformer = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.n_layers, cfg.d_ff,
+                                              cfg.dropout, batch_first=True, norm_first=cfg.norm_first)
+        # nn.Transformer always ends each stack with a LayerNorm; the paper's post-norm model does not
+        if not cfg.norm_first:
             self.transformer.encoder.norm = self.transformer.decoder.norm = None
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=not cfg.tie_embeddings)
         if cfg.tie_embeddings: tie_weights(self.src_embed, self.tgt_embed, self.generator)
@@ -100,7 +102,8 @@ def _mha_fastpath(enabled: bool):
 def copy_to_reference(ours: nn.Module, # a `Transformer` from `make_model(cfg)`
                       ref: TorchReference): # built from the same cfg
     "Copy the weights of our `Transformer` into a `TorchReference` of the same config."
-    for name in ("src_embed", "tgt_embed", "generator"): getattr(ref, name).load_state_dict(getattr(ours, name).state_dict())
+    for name in ("src_embed", "tgt_embed", "generator"):
+        getattr(ref, name).load_state_dict(getattr(ours, name).state_dict())
     for a, b in zip(ours.encoder.layers, ref.transformer.encoder.layers): copy_to_torch_layer(a, b)
     for a, b in zip(ours.decoder.layers, ref.transformer.decoder.layers): copy_to_torch_layer(a, b)
     if ours.cfg.norm_first:
@@ -108,7 +111,7 @@ def copy_to_reference(ours: nn.Module, # a `Transformer` from `make_model(cfg)`
         ref.transformer.decoder.norm.load_state_dict(ours.decoder.norm.state_dict())
 
 # %% ../nbs/32_benchmarks.ipynb #6089c2e1
-def random_batch(cfg: TransformerConfig, batch_size: int, # sentences B
+def random_padded_batch(cfg: TransformerConfig, batch_size: int, # sentences B
                  src_len: int, tgt_len: int | None = None, # longest source S and target T (default T = S)
                  min_frac: float = 0.6, # shortest sentence as a fraction of the longest (1.0: no padding)
                  seed: int = 0, device="cpu") -> dict: # src, tgt_in, tgt_out and the two padding masks
@@ -122,7 +125,8 @@ def random_batch(cfg: TransformerConfig, batch_size: int, # sentences B
     src, src_pad = side(src_len, cfg.src_vocab_size)
     tgt, tgt_pad = side(tgt_len + 1, cfg.tgt_vocab_size)  # (B, T+1)
     tgt[:, 0] = cfg.bos_idx
-    b = dict(src=src, tgt_in=tgt[:, :-1], tgt_out=tgt[:, 1:], src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad[:, 1:])
+    b = dict(src=src, tgt_in=tgt[:, :-1], tgt_out=tgt[:, 1:], src_key_padding_mask=src_pad,
+             tgt_key_padding_mask=tgt_pad[:, 1:])
     return {k: v.to(device) for k, v in b.items()}
 
 # %% ../nbs/32_benchmarks.ipynb #9e807ca2
@@ -137,8 +141,10 @@ def _args(batch): return batch["src"], batch["tgt_in"], batch["src_key_padding_m
 
 # %% ../nbs/32_benchmarks.ipynb #b8914033
 def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", device="cpu", lr: float = 1e-4,
-                    loss: str = "readable", # "readable": `LabelSmoothingLoss` on the logits; "chunked": `ChunkedLabelSmoothingLoss`
-                    adam: str | None = None, # None: `torch.optim.Adam`'s defaults; else `make_optimizer`'s impl ("foreach", ...)
+                    # "readable": `LabelSmoothingLoss` on the logits; "chunked": `ChunkedLabelSmoothingLoss`
+                    loss: str = "readable",
+                    # None: `torch.optim.Adam`'s defaults; else an implementation of `adam_impl` ("foreach", ...)
+                    adam: str | None = None,
                     compile: bool = False, # `torch.compile` the forward pass
                     eps: float = 1e-9): # Adam's epsilon (the paper's)
     "A closure that runs one training step: forward under autocast, label-smoothed loss, backward, Adam update."
@@ -155,7 +161,8 @@ def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", devi
     if compile: net = torch.compile(net)
     if adam is None: opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=eps)
     else:
-        opt = make_optimizer(model, eps=eps, impl=adam)
+        params = list(model.parameters())
+        opt = make_optimizer(params, eps=eps, **adam_kwargs(adam, params))
         for g in opt.param_groups: g["lr"] = lr
     def step():
         with autocast_ctx(device, precision):
@@ -201,9 +208,11 @@ def at_threads(n: int | None, f):
 def time_blocks(fns: dict, # name -> function of one batch (one training step, say)
                 batches: list, # every function takes all of them in order; the first `warm` are not timed
                 warm: int = 1, rounds: int = 2, device="cpu") -> dict: # name -> seconds per call in each of its blocks
-    "Time each function over all `batches` in a block of its own (after `warm` untimed calls), the blocks alternating for `rounds` rounds."
+    """Time each function over all `batches` in a block of its own (after `warm` untimed calls), the blocks alternating
+    for `rounds` rounds."""
     steps = len(batches) - warm
-    if warm < 0 or steps < 1: raise ValueError(f"warm={warm}: expected 0 <= warm < {len(batches)} batches, so that a step is timed")
+    if warm < 0 or steps < 1:
+        raise ValueError(f"warm={warm}: expected 0 <= warm < {len(batches)} batches, so that a step is timed")
     if rounds < 1: raise ValueError(f"rounds={rounds}: expected at least one round")
     blocks = {k: [] for k in fns}
     for _ in range(rounds):
@@ -229,7 +238,8 @@ def train_flops(cfg: TransformerConfig, B: int, S: int, T: int, # batch, source 
 
 # %% ../nbs/32_benchmarks.ipynb #e43199e7
 def matmul_tflops(device="cpu", dtype=torch.float32, n: int = 2048, reps: int = 5) -> float:
-    "Measured TFLOP/s of an (n, n) @ (n, n) product in `dtype` at the current thread count: the denominator of the CPU's utilization (no vendor peak there)."
+    """Measured TFLOP/s of an (n, n) @ (n, n) product in `dtype` at the current thread count: the denominator of the
+    CPU's utilization (no vendor peak there)."""
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     t = time_interleaved({"mm": lambda: a @ b}, reps, 2, device)["mm"]
     return 2 * n ** 3 / median(t) / 1e12
@@ -282,7 +292,8 @@ def set_fused(model: nn.Module, fused: bool) -> nn.Module:
     return model
 
 def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", atol=1e-4) -> dict:
-    "Training throughput with fused SDPA attention against the written-out softmax(QK^T/sqrt(d))V, after checking equal outputs."
+    """Training throughput with fused SDPA attention against the written-out softmax(QK^T/sqrt(d))V, after checking
+    equal outputs."""
     torch.manual_seed(0); fused = make_model(cfg).to(device)
     explicit = set_fused(make_model(cfg).to(device), False); explicit.load_state_dict(fused.state_dict())
     with torch.no_grad():
@@ -297,7 +308,8 @@ def bench_attention(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu"
 
 # %% ../nbs/32_benchmarks.ipynb #71d8530c
 def bench_precision(cfg, batch, reps=5, warmup=1, device="cpu") -> dict:
-    "bf16 autocast against fp32 for our training step, timed by the trainer's own `precision_trial`; and what `auto` picks from it."
+    """bf16 autocast against fp32 for our training step, timed by the trainer's own `precision_trial`; and what `auto`
+    picks from it."""
     torch.manual_seed(0); model = make_model(cfg).to(device)
     n_tgt = int((~batch["tgt_key_padding_mask"]).sum())
     b = Batch(**batch, n_src_tokens=int((~batch["src_key_padding_mask"]).sum()), n_tgt_tokens=n_tgt)

@@ -23,7 +23,8 @@ def clipped_matches(hyp: list[str], # the hypothesis, tokenized
                     refs: list[list[str]], # its references, tokenized
                     n: int, # the n-gram order
                    ) -> tuple[int, int]: # (sum of Count_clip, sum of Count) over the hypothesis' n-grams
-    "A hypothesis' n-gram count, each n-gram's count clipped by its largest count in any single reference, and its total n-gram count."
+    """A hypothesis' n-gram count, each n-gram's count clipped by its largest count in any single reference, and its
+    total n-gram count."""
     counts = ngram_counts(hyp, n)
     max_ref = Counter()
     for ref in refs: max_ref |= ngram_counts(ref, n)  # `|` keeps the larger count of each n-gram
@@ -33,7 +34,8 @@ def clipped_matches(hyp: list[str], # the hypothesis, tokenized
 def best_match_length(c: int, # the hypothesis' length in tokens
                       ref_lens: list[int], # the lengths of its references
                      ) -> int: # the reference length closest to c
-    "The paper's best match length: the reference length closest to the hypothesis length (the shorter one on a tie, as sacrebleu)."
+    """The paper's best match length: the reference length closest to the hypothesis length (the shorter one on a tie,
+    as sacrebleu)."""
     return min(ref_lens, key=lambda r: (abs(r - c), r))
 
 def brevity_penalty(c: int, # total length of the hypotheses
@@ -48,7 +50,8 @@ def modified_precisions(matches: list[int], totals: list[int], # clipped and tot
                         smooth: str = "none", # "none" (the paper), or "exp": sacrebleu's default for zero counts
                        ) -> list[float]: # p_1 .. p_N
     "p_n = matches / totals per order; with smooth='exp', the k-th order without a match gets 1 / (2^k totals)."
-    if smooth not in ("none", "exp"): raise ValueError(f"smooth={smooth!r}: expected 'none' (the paper) or 'exp' (sacrebleu's default)")
+    if smooth not in ("none", "exp"):
+        raise ValueError(f"smooth={smooth!r}: expected 'none' (the paper) or 'exp' (sacrebleu's default)")
     p, k = [], 0
     for m, t in zip(matches, totals):
         if m == 0 and t > 0 and smooth == "exp" and any(matches): k += 1; p.append(1 / (2 ** k * t))

@@ -17,7 +17,7 @@ from .attention import Dropout
 from .embeddings import Embeddings, PositionalEncoding
 from functools import partial
 from torch.utils.data import DataLoader
-from .batching import TokenBatchSampler
+from .batching import ShardedTokenBatchSampler
 from .evalb import evalb_sentence, bracket_prf
 from .data import SubwordTokenizer
 
@@ -33,7 +33,8 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3  # word and character ids shared by every vocabu
 @dataclass
 class ChartConfig:
     "The encoder-with-CKY parser: vocabulary sizes, the encoder of §3 (pre-norm), characters, and the span classifier."
-    model: str = field(default="chart", metadata=dict(option=False))  # the model kind, stored in checkpoints (not an option of at-train)
+    # the model kind, stored in checkpoints (not an option of at-train)
+    model: str = field(default="chart", metadata=dict(option=False))
     n_words: int = 0  # word vocabulary, specials included (sized from the training trees)
     n_chars: int = 0  # character vocabulary, specials included
     n_labels: int = 0  # span labels, the empty label included
@@ -47,10 +48,16 @@ class ChartConfig:
     d_label: int = 250  # hidden width of the span classifier
     word_dropout: float = 0.2  # training: a word is replaced by UNK with this probability (its characters stay)
     max_len: int = 300  # longest sentence + 2 the positional table covers
-    word_features: str = "words+chars"  # "words+chars": a word embedding plus a character convolution; "subwords": mean-pooled BPE pieces, no word table
-    loss: str = "margin"  # training objective: "margin" (a margin over trees, CKY inside) or "span" (cross-entropy per span); see `ChartObjective`
-    partitioned: bool = False  # Kitaev & Klein's factored encoder: content and position in separate halves that attention and the FFN never mix
-    tag_loss: float = 0.0  # > 0: a tagger head on each word's encoder output; its cross-entropy on the gold tags, times this, joins the loss (Kitaev et al. 2019: 5.0)
+    # "words+chars": a word embedding plus a character convolution; "subwords": mean-pooled BPE pieces, no word table
+    word_features: str = "words+chars"
+    # training objective: "margin" (a margin over trees, CKY inside) or "span" (cross-entropy per span); see
+    # `ChartObjective`
+    loss: str = "margin"
+    # Kitaev & Klein's factored encoder: content and position in separate halves that attention and the FFN never mix
+    partitioned: bool = False
+    # > 0: a tagger head on each word's encoder output; its cross-entropy on the gold tags, times this, joins the loss
+    # (Kitaev et al. 2019: 5.0)
+    tag_loss: float = 0.0
 
     def __post_init__(self):
         if self.model != "chart": raise ValueError(f"model={self.model!r}: a ChartConfig describes model 'chart'")
@@ -58,43 +65,55 @@ class ChartConfig:
         if self.word_features not in ("words+chars", "subwords"):
             raise ValueError(f"word_features={self.word_features!r}: expected 'words+chars' or 'subwords'")
         for name in ("n_words", "n_chars", "n_labels", "n_tags"):
-            if getattr(self, name) < 0: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= 0 (0: sized from the data)")
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= 0 (0: sized from the data)")
         for name in ("n_layers", "d_model", "n_heads", "d_ff", "d_char", "d_label", "max_len"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
         if self.d_model % 2 or self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model}: expected an even multiple of n_heads={self.n_heads}")
-        if not self.tag_loss >= 0: raise ValueError(f"tag_loss={self.tag_loss}: expected a weight >= 0 (0: no tagger head)")
+        if not self.tag_loss >= 0:
+            raise ValueError(f"tag_loss={self.tag_loss}: expected a weight >= 0 (0: no tagger head)")
         for name in ("dropout", "word_dropout"):
-            if not 0 <= getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a value in [0, 1)")
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}: expected a value in [0, 1)")
         if self.partitioned and ((self.d_model // self.n_heads) % 2 or self.d_ff % 2):
-            raise ValueError(f"partitioned=True: expected an even head size (d_model/n_heads={self.d_model // self.n_heads}) and an even d_ff={self.d_ff}")
+            raise ValueError("partitioned=True: expected an even head size "
+                             f"(d_model/n_heads={self.d_model // self.n_heads}) and an even d_ff={self.d_ff}")
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e106
 class ChartParser(nn.Module):
-    "Kitaev & Klein (2018): a Transformer encoder over words and characters, span vectors from fencepost differences, label scores per span."
+    """Kitaev & Klein (2018): a Transformer encoder over words and characters, span vectors from fencepost differences,
+    label scores per span."""
     def __init__(self, cfg: ChartConfig):
         super().__init__()
         self.cfg, D = cfg, cfg.d_model
         Dc = D // 2 if cfg.partitioned else D  # the content width: all of D, or its first half
         self.subwords = cfg.word_features == "subwords"
-        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, Dc, PAD)  # pieces (times sqrt(D), §3.4), mean-pooled per word
+        # pieces (times sqrt(D), §3.4), mean-pooled per word
+        if self.subwords: self.char_embed = Embeddings(cfg.n_chars, Dc, PAD)
         else:
-            self.word_embed = Embeddings(cfg.n_words, Dc, PAD)  # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
+            # N(0, 1/D) times sqrt(D) (§3.4): the scale of the positional table
+            self.word_embed = Embeddings(cfg.n_words, Dc, PAD)
             self.char_embed = nn.Embedding(cfg.n_chars, cfg.d_char, padding_idx=PAD)
             self.char_conv = nn.Conv1d(cfg.d_char, Dc, 3, padding=1)
-        self.pos = PositionalEncoding(D // 2 if cfg.partitioned else D, cfg.max_len, cfg.dropout)  # added to the content, or its own half
+        # added to the content, or its own half
+        self.pos = PositionalEncoding(D // 2 if cfg.partitioned else D, cfg.max_len, cfg.dropout)
         self.encoder = Encoder(cfg.n_layers, D, cfg.n_heads, cfg.d_ff, cfg.dropout, norm_first=True)
         if cfg.partitioned: partition(self.encoder, D, cfg.d_ff, cfg.n_heads)
-        self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
+        self.label = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(),
+                                   Dropout(cfg.dropout),
                                    nn.Linear(cfg.d_label, cfg.n_labels - 1))  # the empty label's score is fixed at 0
         if cfg.tag_loss:  # the auxiliary tagger, built last: without it a parser starts from the same numbers as before
-            if cfg.n_tags < 1: raise ValueError(f"tag_loss={cfg.tag_loss}: expected n_tags >= 1 (the tags of the training trees)")
-            self.tag = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(), Dropout(cfg.dropout),
-                                     nn.Linear(cfg.d_label, cfg.n_tags))
+            if cfg.n_tags < 1:
+                raise ValueError(f"tag_loss={cfg.tag_loss}: expected n_tags >= 1 (the tags of the training trees)")
+            self.tag = nn.Sequential(nn.Linear(D, cfg.d_label), nn.LayerNorm(cfg.d_label), nn.ReLU(),
+                                     Dropout(cfg.dropout), nn.Linear(cfg.d_label, cfg.n_tags))
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e108
 @patch
-def embed(self: ChartParser, words: Tensor, chars: Tensor) -> Tensor: # (B, S) word ids, (B, S, C) character (or piece) ids -> (B, S, D)
+def embed(self: ChartParser, words: Tensor, # (B, S) word ids
+          chars: Tensor, # (B, S, C) character (or piece) ids
+         ) -> Tensor: # (B, S, D)
     if self.subwords:  # the mean of each word's piece embeddings
         keep = (chars != PAD).unsqueeze(-1)  # (B, S, C, 1)
         return self.with_position((self.char_embed(chars) * keep).sum(2) / keep.sum(2).clamp(min=1))  # (B, S, D)
@@ -127,23 +146,29 @@ def encode(self: ChartParser, words: Tensor, # (B, N+2): BOS, the words, EOS, pa
 @patch
 def span_scores(self: ChartParser, words: Tensor, chars: Tensor, lengths: Tensor, # as in `encode`
                 h: Tensor | None = None, # the encoder's output, when the caller has it
-               ) -> Tensor: # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
+               # (B, P, L-1) scores of the labels but the empty one, spans (i, j) in `torch.triu_indices` order
+               ) -> Tensor:
     if h is None: h = self.encode(words, chars, lengths)  # (B, N+2, D)
-    fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each: even and odd features (each half has content and position)
+    # even and odd features (each half has content and position)
+    fwd, bwd = h[..., 0::2], h[..., 1::2]  # (B, N+2, D/2) each
     N = words.size(1) - 2
     fence = torch.cat([fwd[:, : N + 1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (B, N+1, D)
     i, j = torch.triu_indices(N + 1, N + 1, 1, device=words.device)  # every span i < j
-    first = self.label[0]  # linear: W (v_j - v_i) + b = W v_j - W v_i + b, so W is applied to N+1 fenceposts, not to P spans
-    with torch.autocast(h.device.type, enabled=False):  # fp32: a difference of rounded products would lose the small ones
+    # linear: W (v_j - v_i) + b = W v_j - W v_i + b, so W is applied to N+1 fenceposts, not to P spans
+    first = self.label[0]
+    # fp32: a difference of rounded products would lose the small ones
+    with torch.autocast(h.device.type, enabled=False):
         g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
     return self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e112
 @patch
 def forward(self: ChartParser, words: Tensor, chars: Tensor, lengths: Tensor, # as in span_scores
-            chart: bool = True, # False: the span scores as they are (what `span_loss` takes; through DDP and compile alike)
+            # False: the span scores as they are (what `span_loss` takes; through DDP and compile alike)
+            chart: bool = True,
             tags: bool = False, # True: also each word's tag scores (B, N, T), from the tagger head (`tag_loss` > 0)
-           ) -> Tensor: # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0 (and the tag scores, as a pair)
+           # label scores (B, N+1, N+1, L) of span (i, j); column 0 (empty) is 0 (and the tag scores, as a pair)
+           ) -> Tensor:
     h = self.encode(words, chars, lengths)  # (B, N+2, D)
     out = self.span_scores(words, chars, lengths, h)  # (B, P, L-1)
     if chart:
@@ -168,14 +193,16 @@ class _BlockMask(nn.Module):
     def forward(self, w: Tensor) -> Tensor: return w * self.mask
 
 def partition(encoder: Encoder, d_model: int, d_ff: int, n_heads: int) -> Encoder:
-    "Make every layer factored (Kitaev & Klein, 2018, §4): inputs [content; position], each head's q, k, v and each FFN half read one half only."
+    """Make every layer factored (Kitaev & Klein, 2018, §4): inputs [content; position], each head's q, k, v and each
+    FFN half read one half only."""
     from torch.nn.utils import parametrize
     dk = d_model // n_heads
     half_in = lambda n: torch.arange(n) >= n // 2  # the position half of a D- or F-vector
     half_head = lambda n: (torch.arange(n) % dk) >= dk // 2  # the position half of each head
     def mask(lin: nn.Linear, rows: Tensor, cols: Tensor):
         m = (rows[:, None] == cols[None, :]).to(lin.weight.dtype)  # (out, in): 1 where both sides are the same half
-        with torch.no_grad(): lin.weight.mul_(m * math.sqrt(2))  # each output now reads half the inputs: keep its variance
+        # each output now reads half the inputs: keep its variance
+        with torch.no_grad(): lin.weight.mul_(m * math.sqrt(2))
         parametrize.register_parametrization(lin, "weight", _BlockMask(m))
     for layer in encoder.layers:
         a = layer.self_attn
@@ -188,30 +215,36 @@ def partition(encoder: Encoder, d_model: int, d_ff: int, n_heads: int) -> Encode
 def tree_score(scores: Tensor, spans: list[list[tuple[int, int, int]]]) -> Tensor:
     "The score of each sentence's tree: the sum of its labelled spans' scores (B,)."
     idx = [(b, i, j, l) for b, ss in enumerate(spans) for i, j, l in ss]
-    b, i, j, l = torch.tensor(idx, dtype=torch.long, device=scores.device).T if idx else (torch.zeros(0, dtype=torch.long),) * 4
+    b, i, j, l = (torch.tensor(idx, dtype=torch.long, device=scores.device).T
+                  if idx else (torch.zeros(0, dtype=torch.long),) * 4)
     return scores.new_zeros(scores.size(0)).index_add(0, b, scores[b, i, j, l])
 
 def margin_loss(scores: Tensor, gold: Tensor, gold_spans: list, lengths: Tensor) -> Tensor:
-    "Stern et al. (2017): max(0, max over trees of score + Hamming cost - gold score), the max by CKY on cost-augmented scores; summed."
+    """Stern et al. (2017): max(0, max over trees of score + Hamming cost - gold score), the max by CKY on
+    cost-augmented scores; summed."""
     cost = torch.ones_like(scores).scatter_(-1, gold.unsqueeze(-1), 0.0)  # 1 for every label but the gold one, per span
     pred, aug = cky(scores.detach() + cost, lengths)
     pred_score = tree_score(scores, pred)
     return F.relu(pred_score + (aug - pred_score.detach()) - tree_score(scores, gold_spans)).sum()
 
 # %% ../nbs/20_chart_parser.ipynb #ec0cb65f
-def span_loss(spans: Tensor, # (B, P, L-1) scores of the non-empty labels, spans in `torch.triu_indices` order (a `ChartParser` called with `chart=False`)
+def span_loss(spans: Tensor, # (B, P, L-1) non-empty label scores, spans in `torch.triu_indices` order (`chart=False`)
               gold: Tensor, # (B, N+1, N+1) gold label of span (i, j); 0 (empty) for non-constituents
               lengths: Tensor) -> Tensor: # (B,) words per sentence
-    "Cross-entropy of every span's label (the empty label, scored 0, for non-constituents), summed over the spans of each sentence."
+    """Cross-entropy of every span's label (the empty label, scored 0, for non-constituents), summed over the spans of
+    each sentence."""
     N = gold.size(1) - 1
     i, j = torch.triu_indices(N + 1, N + 1, 1, device=spans.device)
     ok = j[None, :] <= lengths[:, None]  # (B, P) spans inside the sentence
-    return F.cross_entropy(F.pad(spans[ok], (1, 0)), gold[:, i, j][ok], reduction="sum")  # the empty label's score 0 in front
+    # the empty label's score 0 in front
+    return F.cross_entropy(F.pad(spans[ok], (1, 0)), gold[:, i, j][ok], reduction="sum")
 
 # %% ../nbs/20_chart_parser.ipynb #1df4971b
 class ChartVocab:
-    "Words, characters (or BPE pieces), span labels and tags of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label 0: the empty label)."
-    def __init__(self, words: list[str], chars: list[str], labels: list[str], pieces: dict | None = None, tags: list[str] | None = None):
+    """Words, characters (or BPE pieces), span labels and tags of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label
+    0: the empty label)."""
+    def __init__(self, words: list[str], chars: list[str], labels: list[str], pieces: dict | None = None,
+                 tags: list[str] | None = None):
         self.words, self.chars, self.labels, self.tags = list(words), list(chars), list(labels), list(tags or [])
         self.pieces = pieces  # a `SubwordTokenizer`'s state: words are then spelled in its pieces (pad 0, bos 1, eos 2)
         self._sp = SubwordTokenizer.from_state_dict(pieces) if pieces else None
@@ -223,99 +256,124 @@ class ChartVocab:
     @classmethod
     def from_trees(cls, trees: list[Tree], # the training trees
                    min_count: int = 2, # rarer words are UNK (the characters still spell them)
-                   subwords: int = 0, # > 0: also a BPE vocabulary of this size over the training words (`word_features="subwords"`)
+                   # > 0: also a BPE vocabulary of this size over the training words (`word_features="subwords"`)
+                   subwords: int = 0,
                   ) -> "ChartVocab":
         w, c, l, g = Counter(), Counter(), Counter(), Counter()
         for t in trees:
             words, tags, spans = tree_spans(t)
             w.update(words); c.update(ch for x in words for ch in x); l.update(s[2] for s in spans); g.update(tags)
         special = ["<pad>", "<unk>", "<s>", "</s>"]
-        pieces = SubwordTokenizer.train([" ".join(t.words()) for t in trees], vocab_size=subwords).state_dict() if subwords else None
-        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c), [EMPTY] + sorted(l), pieces, sorted(g))
+        pieces = (SubwordTokenizer.train([" ".join(t.words()) for t in trees], vocab_size=subwords).state_dict()
+                  if subwords else None)
+        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c),
+                   [EMPTY] + sorted(l), pieces, sorted(g))
 
     def units(self, word: str) -> list[int]:
-        "The ids that spell a word: its characters, or its BPE pieces (remembered per word: every batch spells its words again)."
+        """The ids that spell a word: its characters, or its BPE pieces (remembered per word: every batch spells its
+        words again)."""
         u = self._units.get(word)
-        if u is None: u = self._units[word] = self._sp.encode(word) if self._sp else [self.char_id.get(c, UNK) for c in word]
+        if u is None:
+            u = self._units[word] = self._sp.encode(word) if self._sp else [self.char_id.get(c, UNK) for c in word]
         return u
 
     def state_dict(self) -> dict:
-        return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces, tags=self.tags)
+        return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces,
+                    tags=self.tags)
     @classmethod
     def from_state_dict(cls, d: dict) -> "ChartVocab":
         if not isinstance(d, dict) or d.get("kind") != "chart":
-            raise ValueError("the checkpoint holds no chart parser vocabulary (was it trained with at-train ptb-chart or ptb-chart-sample?)")
-        return cls(d["words"], d["chars"], d["labels"], d.get("pieces"), d.get("tags"))  # vocabularies before the tagger have no tags
+            raise ValueError("the checkpoint holds no chart parser vocabulary (was it trained with at-train ptb-chart "
+                             "or ptb-chart-sample?)")
+        # vocabularies before the tagger have no tags
+        return cls(d["words"], d["chars"], d["labels"], d.get("pieces"), d.get("tags"))
 
     def sized(self, cfg: "ChartConfig") -> "ChartConfig":
         "`cfg` with this vocabulary's sizes."
-        return replace(cfg, n_words=len(self.words), n_chars=len(self.chars), n_labels=len(self.labels), n_tags=len(self.tags))
+        return replace(cfg, n_words=len(self.words), n_chars=len(self.chars), n_labels=len(self.labels),
+                       n_tags=len(self.tags))
 
 # %% ../nbs/20_chart_parser.ipynb #768f8c03
 @dataclass
 class ChartBatch:
-    "Sentences as tensors: words between BOS and EOS (B, N+2), their characters (B, N+2, C), lengths (B,); with trees, the gold chart (B, N+1, N+1), spans, trees and tag ids (B, N)."
+    """Sentences as tensors: words between BOS and EOS (B, N+2), their characters (B, N+2, C), lengths (B,); with trees,
+    the gold chart (B, N+1, N+1), spans, trees and tag ids (B, N)."""
     words: Tensor; chars: Tensor; lengths: Tensor
     gold: Tensor | None = None; gold_spans: list | None = None; trees: list | None = None
-    gold_tags: Tensor | None = None  # -100 (cross-entropy's ignore_index) past a sentence's end and for tags unseen in training
+    # -100 (cross-entropy's ignore_index) past a sentence's end and for tags unseen in training
+    gold_tags: Tensor | None = None
     def __len__(self): return self.words.size(0)
     def to(self, device, non_blocking: bool = False) -> "ChartBatch":
         move = lambda x: x.to(device, non_blocking=non_blocking) if isinstance(x, Tensor) else x
-        return ChartBatch(*(move(getattr(self, f)) for f in ("words", "chars", "lengths", "gold", "gold_spans", "trees", "gold_tags")))
+        return ChartBatch(*(move(getattr(self, f))
+                            for f in ("words", "chars", "lengths", "gold", "gold_spans", "trees", "gold_tags")))
 
 # %% ../nbs/20_chart_parser.ipynb #5f3270b9
-def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree] | None = None, max_chars: int = 20) -> ChartBatch:
-    "A `ChartBatch` of tokenized sentences (and their gold trees: labels unseen in training are left out of the gold chart)."
+def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree] | None = None,
+                max_chars: int = 20) -> ChartBatch:
+    """A `ChartBatch` of tokenized sentences (and their gold trees: labels unseen in training are left out of the gold
+    chart)."""
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
     units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
     C = max(len(u) for us in units for u in us)
     bos, eos = (SubwordTokenizer.bos_id, SubwordTokenizer.eos_id) if vocab.pieces else (BOS, EOS)
     pad = [PAD] * C  # rows built as lists, each tensor made once
-    words = torch.tensor([[BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS] + [PAD] * (N - len(s)) for s in sentences])
+    words = torch.tensor([[BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS] + [PAD] * (N - len(s))
+                          for s in sentences])
     chars = torch.tensor([[[bos] + pad[1:]] + [u + pad[len(u):] for u in us] + [[eos] + pad[1:]] + [pad] * (N - len(us))
                           for us in units])  # (B, N+2, C)
     if trees is None: return ChartBatch(words, chars, torch.tensor(n))
     spans = [[(i, j, vocab.label_id[l]) for i, j, l in tree_spans(t)[2] if l in vocab.label_id] for t in trees]
-    gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long)  # (B, N+1, N+1); a span has one label (unary chains are one)
+    # a span has one label (unary chains are one)
+    gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long)  # (B, N+1, N+1)
     idx = [(b, i, j, l) for b, ss in enumerate(spans) for i, j, l in ss]
     if idx: bb, ii, jj, ll = torch.tensor(idx).T; gold[bb, ii, jj] = ll
-    tags = torch.tensor([[vocab.tag_id.get(g, -100) for g in t.tags()] + [-100] * (N - len(s)) for t, s in zip(trees, sentences)])
+    tags = torch.tensor([[vocab.tag_id.get(g, -100) for g in t.tags()] + [-100] * (N - len(s))
+                         for t, s in zip(trees, sentences)])
     return ChartBatch(words, chars, torch.tensor(n), gold, spans, list(trees), tags)
 
 # %% ../nbs/20_chart_parser.ipynb #c0a1e115
 def chart_loader(vocab: ChartVocab, trees: list[Tree], # the training (or dev) trees
                  max_tokens: int = 2048, # words (+2) per batch, padding included
                  shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1,
-                 max_sentences: int | None = None) -> DataLoader: # yields `ChartBatch`es; its `batch_sampler` is a `TokenBatchSampler`
+                 max_sentences: int | None = None
+                # yields `ChartBatch`es; its `batch_sampler` is a `ShardedTokenBatchSampler`
+                ) -> DataLoader:
     "A DataLoader of trees batched by a word budget, for the `Trainer` (resumable: its sampler has `set_epoch`)."
     lens = [len(t.words()) + 2 for t in trees]
-    sampler = TokenBatchSampler(lens, lens, max_tokens=max_tokens, shuffle=shuffle, seed=seed, rank=rank,
-                                world_size=world_size, max_sentences=max_sentences)
+    sampler = ShardedTokenBatchSampler(lens, lens, max_tokens=max_tokens, shuffle=shuffle, seed=seed, rank=rank,
+                                       world_size=world_size, max_sentences=max_sentences)
     return DataLoader(trees, batch_sampler=sampler, collate_fn=partial(_collate_trees, vocab))
 
-def _collate_trees(vocab: ChartVocab, trees: list[Tree]) -> ChartBatch: return chart_batch(vocab, [t.words() for t in trees], trees)
+def _collate_trees(vocab: ChartVocab, trees: list[Tree]) -> ChartBatch:
+    return chart_batch(vocab, [t.words() for t in trees], trees)
 
 # %% ../nbs/20_chart_parser.ipynb #bf2797ac
 def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, N+1, L) of the same batch
                    ) -> Tensor: # (B, N+1, N+1, L) the chart CKY takes
-    """An ensemble's chart: the mean of its members' label log-probabilities, as log-ratios to the empty label (label 0). For one
-    member this is its own scores, whose empty column is 0; members of different sizes and precisions mix on one scale."""
+    """An ensemble's chart: the mean of its members' label log-probabilities, as log-ratios to the empty label (label
+    0). For one member this is its own scores, whose empty column is 0; members of different sizes and precisions mix on
+    one scale."""
     lp = sum(s.float().log_softmax(-1) for s in scores) / len(scores)
     return lp - lp[..., :1]
 
 # %% ../nbs/20_chart_parser.ipynb #c3b2ee65
-def check_vocab_sizes(cfg: ChartConfig, vocab: ChartVocab, who: str = "the model"):  # who: what the message calls the parser
-    "A `ValueError` naming both sizes where `cfg` was sized for another vocabulary (words, characters, labels, and tags with a tagger)."
+def check_vocab_sizes(cfg: ChartConfig, vocab: ChartVocab,
+                      who: str = "the model"): # what the message calls the parser
+    """A `ValueError` naming both sizes where `cfg` was sized for another vocabulary (words, characters, labels, and
+    tags with a tagger)."""
     sizes = ("n_words", "n_chars", "n_labels") + (("n_tags",) if cfg.tag_loss else ())  # n_X is the size of vocab.X
     have, want = {f: getattr(cfg, f) for f in sizes}, {f: len(getattr(vocab, f[2:])) for f in sizes}
     if have != want: raise ValueError(f"{who}: sized for another vocabulary ({have}, the vocabulary {want})")
 
 @torch.no_grad()
-def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained with the same vocabulary
+def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained on one vocabulary
                 vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
-                tags: list[list[str]] | None = None, # preterminals to put back (None: the tagger head's, or `XX` without one)
+                # preterminals to put back (None: the tagger head's, or `XX` without one)
+                tags: list[list[str]] | None = None,
                 batch_size: int = 64) -> list[Tree]: # sentences scored together (sorted by length)
-    "Parse tokenized sentences: label scores (an ensemble's `ensemble_scores`), CKY, then trees with the given, predicted or `XX` preterminals, in input order."
+    """Parse tokenized sentences: label scores (an ensemble's `ensemble_scores`), CKY, then trees with the given,
+    predicted or `XX` preterminals, in input order."""
     models = list(model) if isinstance(model, (list, tuple)) else [model]
     if not models: raise ValueError("model: an empty ensemble; expected a ChartParser or a list of them")
     for k, m in enumerate(models):
@@ -340,7 +398,8 @@ def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemb
 
 # %% ../nbs/20_chart_parser.ipynb #95284f5b
 class ChartObjective:
-    "What the `Trainer` computes for a `ChartParser`: the loss summed over sentences, and dev bracket F1 by EVALB (COLLINS.prm)."
+    """What the `Trainer` computes for a `ChartParser`: the loss summed over sentences, and dev bracket F1 by EVALB
+    (COLLINS.prm)."""
     unit = "per sentence"  # the training loss's unit, in at-train's closing line
 
     def __init__(self, vocab: ChartVocab, # the labels of the scores
@@ -351,13 +410,17 @@ class ChartObjective:
         self.labels, self.kind, self.tag_loss = vocab.labels, loss, tag_loss
 
     def count(self, batch: ChartBatch) -> int: return len(batch)  # the loss is normalized per sentence
-    def tokens(self, batch: ChartBatch) -> int: return int(batch.lengths.sum())  # words: what the trainer's tokens/s counts
+    # words: what the trainer's tokens/s counts
+    def tokens(self, batch: ChartBatch) -> int: return int(batch.lengths.sum())
     def loss(self, model, batch: ChartBatch) -> Tensor:
         out = model(batch.words, batch.chars, batch.lengths, chart=self.kind == "margin", tags=self.tag_loss > 0)
-        s = (out[0] if self.tag_loss else out).float()  # span: the spans' scores as the classifier gives them, no chart to fill
-        loss = span_loss(s, batch.gold, batch.lengths) if self.kind == "span" else margin_loss(s, batch.gold, batch.gold_spans, batch.lengths)
+        # span: the spans' scores as the classifier gives them, no chart to fill
+        s = (out[0] if self.tag_loss else out).float()
+        loss = (span_loss(s, batch.gold, batch.lengths)
+                if self.kind == "span" else margin_loss(s, batch.gold, batch.gold_spans, batch.lengths))
         if not self.tag_loss: return loss
-        return loss + self.tag_loss * F.cross_entropy(out[1].float().flatten(0, 1), batch.gold_tags.flatten(), reduction="sum")
+        return loss + self.tag_loss * F.cross_entropy(out[1].float().flatten(0, 1), batch.gold_tags.flatten(),
+                                                      reduction="sum")
     trial_loss = loss  # what the precision trial times
 
     def eval_sums(self, model, batch: ChartBatch) -> Tensor:
@@ -365,7 +428,8 @@ class ChartObjective:
         spans, _ = cky(model(batch.words, batch.chars, batch.lengths).float(), batch.lengths)
         labels = lambda b: [(i, j, self.labels[l]) for i, j, l in spans[b]]
         rows = [evalb_sentence(t, spans_to_tree(t.words(), t.tags(), labels(b))) for b, t in enumerate(batch.trees)]
-        return torch.tensor([[r["match"], r["gold"], r["test"], 1] for r in rows], dtype=torch.float64, device=batch.words.device).sum(0)
+        return torch.tensor([[r["match"], r["gold"], r["test"], 1] for r in rows], dtype=torch.float64,
+                            device=batch.words.device).sum(0)
 
     def eval_metrics(self, sums: Tensor) -> dict:
         m, g, t, n = sums.tolist()
@@ -378,7 +442,8 @@ def plot_span_chart(scores: Tensor, # (N+1, N+1, L) label scores of one sentence
                     spans: list[tuple[int, int, int]], # the tree's labelled spans (i, j, label id), from `cky`
                     labels: list[str], # label names by id
                     ax=None, title: str | None = None):
-    "A heatmap of each span's best constituent score (column: first word, row: width), the tree's spans outlined and named."
+    """A heatmap of each span's best constituent score (column: first word, row: width), the tree's spans outlined and
+    named."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     n = len(words)

@@ -17,18 +17,22 @@ __all__ = ['shift_labels', 'minus_threshold', 'decoding_choices', 'ensemble_choi
 # %% ../nbs/20a_chart_choices.ipynb #c0a1e206
 def shift_labels(scores: Tensor, # (B, N+1, N+1, L) label scores, the empty label's column 0
                  delta: float) -> Tensor: # (B, N+1, N+1, L)
-    "`delta` added to every label but the empty one: CKY then keeps more brackets (delta > 0: recall for precision), or fewer."
+    """`delta` added to every label but the empty one: CKY then keeps more brackets (delta > 0: recall for precision),
+    or fewer."""
     return scores + F.pad(torch.full_like(scores[..., 1:], delta), (1, 0))
 
 def minus_threshold(scores: Tensor, # (B, N+1, N+1, L) label scores
                     threshold: float) -> Tensor: # (B, N+1, N+1, L)
-    "Each label's probability minus `threshold`, the empty label at 0: CKY then maximizes the expected right brackets minus `threshold` per bracket."
+    """Each label's probability minus `threshold`, the empty label at 0: CKY then maximizes the expected right brackets
+    minus `threshold` per bracket."""
     return F.pad(scores.softmax(-1)[..., 1:] - threshold, (1, 0))
 
 # %% ../nbs/20a_chart_choices.ipynb #c0a1e207
 def decoding_choices(deltas: tuple = (-0.5, 0.25, 0.5, 1.0), thresholds: tuple = (0.3, 0.4, 0.5),
-                    ) -> dict[str, Callable[[list[Tensor]], Tensor]]: # name -> the chart CKY takes, from the models' label scores
-    "The decodings `tools/chart_study.py decode` compares: the first model's scores as they are, shifted, or thresholded, and two models' ensemble."
+                    # name -> the chart CKY takes, from the models' label scores
+                    ) -> dict[str, Callable[[list[Tensor]], Tensor]]:
+    """The decodings `tools/chart_study.py decode` compares: the first model's scores as they are, shifted, or
+    thresholded, and two models' ensemble."""
     out = {"raw scores (the package)": lambda ss: ss[0]}
     for d in deltas: out[f"raw scores, {d:+} on every non-empty label"] = lambda ss, d=d: shift_labels(ss[0], d)
     for t in thresholds: out[f"probabilities minus {t}"] = lambda ss, t=t: minus_threshold(ss[0], t)
@@ -37,7 +41,8 @@ def decoding_choices(deltas: tuple = (-0.5, 0.25, 0.5, 1.0), thresholds: tuple =
 
 def ensemble_choices(n: int, # models
                     ) -> dict[tuple[int, ...], Callable[[list[Tensor]], Tensor]]: # members -> their `ensemble_scores`
-    "The ensembles `tools/chart_study.py ensemble` compares: each model alone, every pair, and (three or more) all together."
+    """The ensembles `tools/chart_study.py ensemble` compares: each model alone, every pair, and (three or more) all
+    together."""
     members = [(i,) for i in range(n)] + list(combinations(range(n), 2)) + ([tuple(range(n))] if n > 2 else [])
     return {m: (lambda ss, m=m: ensemble_scores([ss[i] for i in m])) for m in members}
 
@@ -45,10 +50,14 @@ def ensemble_choices(n: int, # models
 @torch.no_grad()
 def decoding_sums(models: list[ChartParser], # parsers of one vocabulary; each scores every batch once
                   vocab: ChartVocab, trees: list[Tree], # gold trees, e.g. section 22
-                  decodings: dict, # name -> a function from the models' label scores (one tensor each) to the chart CKY takes
+                  # name -> a function from the models' label scores (one tensor each) to the chart CKY takes
+                  decodings: dict,
                   batch_size: int = 64, # sentences per batch, sorted by length
-                 ) -> dict: # name -> matched, gold and test brackets and sentences (float64), as the `eval_sums` of `ChartObjective`
-    "EVALB's bracket counts on `trees` of each decoding of the same span scores, counted by the `eval_sums` of `ChartObjective`."
+                 # name -> matched, gold and test brackets and sentences (float64), as the `eval_sums` of
+                 # `ChartObjective`
+                 ) -> dict:
+    """EVALB's bracket counts on `trees` of each decoding of the same span scores, counted by the `eval_sums` of
+    `ChartObjective`."""
     objective, sums = ChartObjective(vocab), {k: torch.zeros(4, dtype=torch.float64) for k in decodings}
     for m in models: m.eval()
     order = sorted(range(len(trees)), key=lambda i: len(trees[i].words()))
@@ -60,8 +69,9 @@ def decoding_sums(models: list[ChartParser], # parsers of one vocabulary; each s
     return sums
 
 # %% ../nbs/20a_chart_choices.ipynb #c0a1e213
-def choose_checkpoint(f1: list[float], # dev F1 of `best.pt` first, then of the other candidates (e.g. averages of the last checkpoints)
-                      margin: float = 0.1, # what a candidate must beat `best.pt` by: 0.1 F1 is about 30 brackets of section 22
+def choose_checkpoint(f1: list[float], # dev F1 of `best.pt`, then of the others (e.g. averages of the last checkpoints)
+                      # what a candidate must beat `best.pt` by: 0.1 F1 is about 30 brackets of section 22
+                      margin: float = 0.1,
                      ) -> int: # the index of the checkpoint to keep
     "Keep `best.pt` (index 0) unless another checkpoint's dev F1 beats it by more than `margin`; then the highest."
     top = max(range(len(f1)), key=lambda k: f1[k])

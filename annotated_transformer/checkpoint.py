@@ -4,20 +4,20 @@
 
 # %% ../nbs/24_checkpoint.ipynb #80e94386
 from __future__ import annotations
-import hashlib, json, os, re, shutil
+import hashlib, json, os, re, shutil, warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import torch
 import torch.nn as nn
 from .config import config_from_dict
-from .data import atomic_write, warn
+from .data import atomic_write, read_json, sha256_file, warn
 from .kinds import ModelKind, KINDS, kind_named, kind_of
 from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['FORMAT', 'CKPT_RE', 'SHIPPED_FORMAT', 'CheckpointError', 'check_writable', 'Checkpoint', 'make_checkpoint',
            'list_checkpoints', 'check_new_run', 'state_checksum', 'write_checkpoint', 'save_checkpoint',
-           'load_checkpoint', 'save_model', 'average_checkpoints', 'average_last', 'write_shipped', 'shipped_kind']
+           'load_checkpoint', 'save_model', 'average_checkpoints', 'average_last']
 
 # %% ../nbs/24_checkpoint.ipynb #309bc2f7
 FORMAT = "annotated_transformer/checkpoint-1"  # the `format` entry of every checkpoint
@@ -57,6 +57,7 @@ class Checkpoint:
     counts: dict | None = None  # its data's sizes
     best: dict | None = None  # {metric, value, step}: the best validation so far
     clock: dict | None = None  # training time so far
+    log_window: dict | None = None  # the trainer's loss sums since its last logged step (None: before it kept them)
     averaged: list | None = None  # the files averaged into it
     more: dict = field(default_factory=dict)  # any other plain entry a writer added
     path: Path | None = field(default=None, compare=False)  # the file it was read from (not stored)
@@ -73,7 +74,8 @@ class Checkpoint:
         return config_from_dict(self.model_kind.config, self.model_config)
 
 # %% ../nbs/24_checkpoint.ipynb #c5df1d3b
-_IN_EXTRA = dict(task="task", command="command", data_spec="data", counts="counts", best="best", clock="clock")  # field -> key under `extra`
+_IN_EXTRA = dict(task="task", command="command", data_spec="data", counts="counts", best="best", clock="clock",
+                 log_window="log_window")  # field -> key under `extra`
 
 def _split_extra(extra: dict | None) -> tuple[dict, dict]:
     "A run's plain data as (the record's named fields, everything else)."
@@ -191,7 +193,9 @@ def _read_file(path: Path) -> Checkpoint:
     "One checkpoint file (tensors and plain data only), its checksum and weights verified; anything else a `CheckpointError` naming it."
     if not path.exists():  # most often a run not trained yet: `at-train TASK` writes runs/TASK (the README's examples name it)
         raise CheckpointError(f"{path}: checkpoint not found (no such file or directory; at-train writes a run directory: train it first)")
-    try: d = torch.load(path, map_location="cpu", weights_only=True)
+    try:  # torch's own warnings (e.g. "Detected pickle protocol 4" before a refusal) are silenced: ours is the one line
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore"); d = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, not a torch file, a pickle that is not plain data
         raise CheckpointError(f"{path}: not a readable checkpoint: not a file torch.save wrote, cut short, or a pickle of more than "
                               f"tensors and plain data ({type(e).__name__})") from None  # PyTorch's own message is pages long
@@ -233,12 +237,13 @@ def load_checkpoint(path: str | Path, # a checkpoint file, a run directory, or a
 # %% ../nbs/24_checkpoint.ipynb #f33f2675
 @patch
 def build(self: Checkpoint, device: str | torch.device = "cpu") -> nn.Module:
-    "The model this checkpoint describes, its weights loaded, in eval mode."
-    try:
-        model = self.model_kind.build(self.config)
-        model.load_state_dict(self.weights)
+    "The model this checkpoint describes, its weights loaded, in eval mode (weights that do not fit: the first named)."
+    try: model = self.model_kind.load(self.config, self.weights)
     except (TypeError, ValueError, RuntimeError) as e:
-        raise CheckpointError(f"{self.where}: its weights do not fit the model its config describes ({str(e).splitlines()[0][:200]})") from None
+        if self.path and self.path.is_dir():  # a shipped model: its config and its weights are two files
+            what = f"{self.path / 'config.json'}: the model it describes does not fit {self.path / 'model.safetensors'}"
+        else: what = f"{self.where}: its weights do not fit the model its config describes"
+        raise CheckpointError(f"{what} ({str(e).splitlines()[0][:200]})") from None
     return model.to(device).eval()
 
 @patch
@@ -250,10 +255,13 @@ def restore_tokenizer(self: Checkpoint):
 def served_by(self: Checkpoint, command: str, # the command whose kind of model is needed ("at-translate", "at-parse")
               who: str | None = None, # the command asking, for the message (default: `command`)
              ) -> Checkpoint:
-    "`self` if `command` serves its kind of model; else a `CheckpointError` saying what it holds and which command fits."
+    "`self` if `command` serves its kind of model; else a `CheckpointError` saying what it holds, and what serves it."
     k = self.model_kind
-    if k.command != command or (k.reads == "text" and self.tokenizer is None):
-        fits = "no command reads text for it: it holds no tokenizer (a model on token ids, like the copy task's)" if k.command == command or not k.command else f"use {k.command}"
+    ids = k.reads == "text" and self.tokenizer is None  # a model on token ids reads no text: no command serves it
+    if k.command != command or ids:
+        fits = f"use {k.command}" if k.command else "no command serves it"
+        if ids: fits = ("no command reads text for it: it holds no tokenizer (a model on token ids, like the copy "
+                        "task's: use it in Python, with `greedy_decode` or `copy_accuracy` as 11_copy_task does)")
         raise CheckpointError(f"{self.where}: holds a {k.name} model ({'token ids' if self.tokenizer is None else k.reads}"
                               f"{', task ' + self.task if self.task else ''}), which {who or command} does not serve; {fits}")
     return self
@@ -295,76 +303,67 @@ def average_last(run_dir: str | Path, n: int, out: str | Path | None = None) -> 
 # %% ../nbs/24_checkpoint.ipynb #a8d77fd0
 SHIPPED_FORMAT = "annotated_transformer/shipped-1"  # the `format` of a shipped model's config.json
 
-def _files_of(state, d: Path, stem: str):
-    "A tokenizer's state as JSON, each bytes value written to a file beside it (`spm.model` for a sentencepiece model)."
-    if isinstance(state, bytes):
-        name = "spm.model" if stem == "tokenizer.model_proto" else f"{stem}.bin"
-        (d / name).write_bytes(state); return {"file": name}
-    if isinstance(state, dict): return {k: _files_of(v, d, f"{stem}.{k}") for k, v in state.items()}
-    if isinstance(state, (list, tuple)): return [_files_of(v, d, stem) for v in state]
-    return state
-
-def _state_of(x, d: Path):
-    "The inverse of `_files_of`."
-    if isinstance(x, dict) and set(x) == {"file"}: return (d / x["file"]).read_bytes()
-    if isinstance(x, dict): return {k: _state_of(v, d) for k, v in x.items()}
-    if isinstance(x, list): return [_state_of(v, d) for v in x]
+def _state_of(x, d: Path, listed: dict):
+    "A tokenizer's state from config.json, each `{\"file\": name}` read from a file the MANIFEST lists (`listed`)."
+    if isinstance(x, dict) and set(x) == {"file"} and x["file"] in list(listed): return (d / x["file"]).read_bytes()
+    if isinstance(x, dict): return {k: _state_of(v, d, listed) for k, v in x.items()}  # a file not listed stays a name
+    if isinstance(x, list): return [_state_of(v, d, listed) for v in x]
     return x
 
-def write_shipped(ck: Checkpoint, # the model to ship (a training checkpoint, or an average)
-                  out: str | Path, # the directory to write (refused if it exists)
-                  provenance: dict, # where it came from: run, command, commit, hardware, steps, the score it reproduces
-                  dtype: torch.dtype = torch.bfloat16, # the stored precision of floating-point weights (loaded back as fp32)
-                 ) -> Path:
-    "Write a model as config.json, model.safetensors, its tokenizer's files and a MANIFEST of sha256 sums (atomically: whole or absent)."
-    from safetensors.torch import save_file
-    out = Path(out)
-    if out.exists(): raise FileExistsError(f"{out}: exists; remove it or choose another directory")
-    kept, tied = {}, {}
-    for k, t in ck.weights.items():  # a tied matrix is stored once: safetensors refuses shared storage, and it would be paid twice
-        same = next((j for j, u in kept.items() if u.data_ptr() == t.data_ptr() and u.shape == t.shape), None)
-        if same is not None: tied[k] = same
-        else: kept[k] = t
-    tmp = out.parent / f".{out.name}.partial"
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    try:
-        save_file({k: (t.to(dtype) if t.is_floating_point() else t).contiguous() for k, t in kept.items()}, str(tmp / "model.safetensors"))
-        tok = _files_of(ck.tokenizer, tmp, "tokenizer") if ck.tokenizer is not None else None
-        config = dict(format=SHIPPED_FORMAT, kind=ck.kind, model_config=ck.model_config, dtype=str(dtype).removeprefix("torch."),
-                      tied=tied, tokenizer=tok, provenance=provenance)
-        (tmp / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-        sums = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in sorted(tmp.iterdir())]
-        (tmp / "MANIFEST").write_text("".join(sums))
-        os.replace(tmp, out)
-    finally: shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
 # %% ../nbs/24_checkpoint.ipynb #edd51d1e
-def _read_shipped(d: Path) -> Checkpoint:
-    "A shipped model's directory as a `Checkpoint` (fp32 weights), every file checked against its MANIFEST first."
-    from safetensors.torch import load_file
-    if not (d / "MANIFEST").is_file(): raise CheckpointError(f"{d / 'MANIFEST'}: missing; a shipped model lists the sha256 of each file")
-    listed = {}
-    for i, line in enumerate((d / "MANIFEST").read_text().splitlines(), 1):
+def _manifest(d: Path) -> dict:
+    "The files a shipped model's MANIFEST lists (name -> sha256), each inside its directory, present, with that sum."
+    m, listed = d / "MANIFEST", {}
+    if not m.is_file(): raise CheckpointError(f"{m}: missing; a shipped model lists the sha256 of each file")
+    for i, line in enumerate(m.read_bytes().decode("utf-8", "replace").splitlines(), 1):
         digest, _, name = line.partition("  ")
-        if len(digest) != 64 or not name: raise CheckpointError(f"{d / 'MANIFEST'} line {i}: expected '<sha256>  <file name>'")
+        if len(digest) != 64 or not name or "\0" in name:
+            raise CheckpointError(f"{m} line {i}: expected '<sha256>  <file name>'")
+        if Path(name).is_absolute() or not (d / name).resolve().is_relative_to(d.resolve()):
+            raise CheckpointError(f"{m} line {i}: {name!r} is outside {d}; expected a file inside it")
         listed[name] = digest
-    for name, digest in listed.items():
-        p = d / name
-        if not p.is_file(): raise CheckpointError(f"{p}: missing (listed in {d / 'MANIFEST'})")
-        if hashlib.sha256(p.read_bytes()).hexdigest() != digest:
-            raise CheckpointError(f"{p}: damaged: its sha256 differs from the one in {d / 'MANIFEST'}")
+    for name, digest in listed.items():  # sha256_file reads 1 MiB at a time: a file larger than memory is refused too
+        if not (d / name).is_file(): raise CheckpointError(f"{d / name}: missing (listed in {m})")
+        if sha256_file(d / name) != digest:
+            raise CheckpointError(f"{d / name}: damaged: its sha256 differs from the one in {m}")
+    return listed
+
+_ENTRIES = dict(kind=str, model_config=dict, tied=dict, tokenizer=(dict, type(None)), provenance=dict)  # and types
+
+def _shipped_config(p: Path) -> dict:
+    "A shipped model's config.json: an object of this format, each entry of its type, a kind that reads its config."
+    c = read_json(p, CheckpointError)
+    if not isinstance(c, dict) or c.get("format") != SHIPPED_FORMAT:
+        got = f"a JSON {type(c).__name__} ({json.dumps(c)[:40]})"
+        if isinstance(c, dict): got = f"format {c.get('format')!r}"
+        raise CheckpointError(f"{p}: {got}; expected an object of format {SHIPPED_FORMAT!r}")
+    if bad := next((k for k, t in _ENTRIES.items() if not isinstance(c.get(k, ...), t)), None):
+        got = json.dumps(c[bad])[:60] if bad in c else "missing"
+        raise CheckpointError(f"{p}: {bad}: {got}; expected {'a string' if bad == 'kind' else 'an object'}")
+    if c["kind"] not in KINDS:
+        raise CheckpointError(f"{p}: a model of kind {c['kind']!r}, unknown to this package ({', '.join(KINDS)})")
+    try: config_from_dict(KINDS[c["kind"]].config, c["model_config"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{p}: model_config: {str(e).splitlines()[0][:200]}") from None
+    return c
+
+def _read_shipped(d: Path) -> Checkpoint:
+    "A shipped model's directory as a `Checkpoint` (fp32 weights): every file checked against its MANIFEST, then read."
+    import safetensors, safetensors.torch
+    listed = _manifest(d)
     if "config.json" not in listed or "model.safetensors" not in listed:
         raise CheckpointError(f"{d / 'MANIFEST'}: expected config.json and model.safetensors among its files")
-    config = json.loads((d / "config.json").read_text())
-    if config.get("format") != SHIPPED_FORMAT: raise CheckpointError(f"{d / 'config.json'}: format {config.get('format')!r}, expected {SHIPPED_FORMAT!r}")
-    if config["kind"] not in KINDS: raise CheckpointError(f"{d / 'config.json'}: a model of kind {config['kind']!r}, which this package does not know")
-    weights = {k: t.float() if t.is_floating_point() else t for k, t in load_file(str(d / "model.safetensors")).items()}
+    config, st = _shipped_config(d / "config.json"), d / "model.safetensors"
+    try: weights = {k: t.float() if t.is_floating_point() else t for k, t in safetensors.torch.load_file(st).items()}
+    except (safetensors.SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{st}: not a readable safetensors file ({str(e).splitlines()[0][:200]})") from None
+    if gone := [j for j in config["tied"].values() if not (isinstance(j, str) and j in weights)]:
+        raise CheckpointError(f"{d / 'config.json'}: tied: {gone[0]!r} is not a weight that {st} holds")
     weights |= {k: weights[j] for k, j in config["tied"].items()}
-    tok = _state_of(config["tokenizer"], d) if config["tokenizer"] is not None else None
-    return Checkpoint(weights, config["model_config"], kind=config["kind"], tokenizer=tok, more=dict(provenance=config["provenance"]), path=d)
-
-def shipped_kind(d: str | Path) -> ModelKind:
-    "The kind of a shipped model from its config.json alone (nothing verified, no weights read: for listing models, not loading them)."
-    try: return kind_named(json.loads((Path(d) / "config.json").read_text())["kind"])
-    except (OSError, ValueError, KeyError) as e: raise CheckpointError(f"{Path(d) / 'config.json'}: not a shipped model's config ({e})") from None
+    tok = _state_of(config["tokenizer"], d, listed) if config["tokenizer"] is not None else None
+    try: KINDS[config["kind"]].restore_tokenizer(tok)  # read once now, so that a damaged tokenizer file is named
+    except (RuntimeError, ValueError, TypeError, KeyError, OSError):  # its files: those beside config and weights
+        files = ", ".join(str(d / n) for n in listed if n not in ("config.json", "model.safetensors"))
+        raise CheckpointError(f"{files}: its tokenizer cannot be read from it (a damaged or foreign file)") from None
+    return Checkpoint(weights, config["model_config"], kind=config["kind"], tokenizer=tok,
+                      more=dict(provenance=config["provenance"]), path=d)

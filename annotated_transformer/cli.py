@@ -5,20 +5,21 @@
 # %% ../nbs/39_cli.ipynb #6a5bde0a
 from __future__ import annotations
 import argparse, json, shlex, sys, time, typing
+from collections import Counter
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 import torch
 from .config import TransformerConfig, TrainConfig, field_help, COMPILE_MODES
 from .rnn import RNNConfig, CELLS, ATTENTIONS
-from .data import read_lines, atomic_write
+from .data import read_lines, iter_lines, atomic_write, MAX_LINE_BYTES
 from .checkpoint import CheckpointError, list_checkpoints, check_writable, load_checkpoint
 from .shipped import shipped_dir, shipped_names, shipped_path
 from .bench import BENCH_PRESETS
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
-from .inference import translate, bleu_scores
+from .inference import translate_chunks, bleu_scores
 from .evaluation import load_translator, evaluate_run, run_splits, evaluation_summary
 from .parser import parse_gold
-from .parsing_runs import load_parsers, read_sentences, read_gold
+from .parsing_runs import load_parsers, iter_sentences, parse_chunks, read_gold
 from .kinds import kind_of_model
 from .launch import run_task
 from .variations import ROWS
@@ -26,8 +27,8 @@ from .grid import GridSettings, run_grid
 from .table3 import write_summary
 from .suite import BENCHMARKS, bench_plan, run_benchmarks, print_report
 from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device, number, check_output,
-                                           check_output_dir, as_option, Terminated, run_script, BLANK_LINES, write_lines,
-                                           blank_note, no_sentences)
+                                           check_output_dir, as_option, in_options, Terminated, run_script, BLANK_LINES,
+                                           write_lines, write_stream, lines_per_chunk, blank_note, no_sentences)
 
 # %% auto #0
 __all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help', 'model_option',
@@ -158,18 +159,21 @@ def _translate(argv: list[str]) -> int:
     check_output(p, "--output", a.output)
     device = pick_device(p, a.device)
     model, tok = load_translator(a.checkpoint or model_option(p, a.model), a.tokenizer, device)
-    lines = read_lines(a.input)
+    lines = read_lines(a.input) if a.reference else iter_lines(a.input, max_bytes=MAX_LINE_BYTES)  # BLEU: all
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
-    n = sum(bool(l.strip()) for l in lines)  # sentences: `translate` gives a blank line a blank output line (BLANK_LINES)
-    t0 = time.perf_counter()
-    hyps = translate(model, tok, lines, a.beam, a.alpha, a.max_len_a, a.max_len_b, a.batch_size, a.too_long, not a.no_early_stop)
-    dt = time.perf_counter() - t0
+    counts, t0 = Counter(), time.perf_counter()  # lines, sentences: a blank line gets a blank output line (BLANK_LINES)
+    chunks = translate_chunks(model, tok, lines, lines_per_chunk(a.input, a.batch_size), counts, beam_size=a.beam,
+                              alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
+                              too_long=a.too_long, early_stop=not a.no_early_stop)
+    with in_options():  # a truncated line's notice is one `warning:` line, and a hint names --too-long as typed
+        if refs is None: write_stream(a.output, chunks)  # each chunk once translated: an endless input streams
+        else: hyps = [h for c in chunks for h in c]; write_lines(a.output, hyps)
+    dt, n = time.perf_counter() - t0, counts["sentences"]
     scores = bleu_scores(hyps, refs) if refs is not None and n else None
-    write_lines(a.output, hyps)
-    if not n: return no_sentences("at-translate", a.input, len(lines), "translate")
+    if not n: return no_sentences("at-translate", a.input, counts["lines"], "translate")
     print(f"at-translate: {n} sentence{'s' * (n != 1)} translated in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
-          f"(beam {a.beam}, batch {a.batch_size}, {device}){blank_note(len(lines) - n)}", file=sys.stderr)
+          f"(beam {a.beam}, batch {a.batch_size}, {device}){blank_note(counts['lines'] - n)}", file=sys.stderr)
     if scores: print("\n".join(f"{k} = {scores[k]:.2f}  {scores[k + '_signature']}" for k in ("bleu", "chrf", "bleu_tok_lc")), file=sys.stderr)
     return 0
 
@@ -236,7 +240,8 @@ def parse_parser() -> Parser:
                    "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr (default: none, parse --input)")
-    p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout); written only when all are parsed")
+    p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout, each as soon as "
+                   "its chunk is parsed); a file is written only when all are parsed")
     p.add_argument("--beam", type=number(int, 1), default=21, help="beam size (§6.3: 21; 1 = greedy)")
     p.add_argument("--alpha", type=number(float, 0), default=0.3, help="length penalty exponent (§6.3: 0.3)")
     p.add_argument("--max-len-a", type=number(float, 0), default=1.0, help="output at most a * input length + b tokens")
@@ -262,21 +267,18 @@ def _parse(argv: list[str]) -> int:
     longest = kind.max_input(model)
     if a.gold:
         r = parse_gold(model, vocab, read_gold(a.gold, longest), decode=kind.run, **kw)
-        lines = [str(t) for t in r["trees"]]
-    else:
-        sents = read_sentences(a.input or "-", longest)
-        idx = [i for i, s in enumerate(sents) if s]  # a blank line is not parsed: it gets a blank output line (BLANK_LINES)
-        res = kind.run(model, vocab, [sents[i] for i in idx], **kw) if idx else []
-        lines, n_repaired = [""] * len(sents), sum(bool(r) for _, r in res)
-        for i, (t, _) in zip(idx, res): lines[i] = str(t)
-    write_lines(a.output, lines)
-    if a.gold:
+        write_lines(a.output, [str(t) for t in r["trees"]])
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
               f"{s['precision']:.2f} F1 {s['f1']:.2f} exact {s['exact']:.2f} ({r['repaired']} repaired)", file=sys.stderr)
-    elif not idx: return no_sentences("at-parse", a.input or "-", len(sents), "parse")
-    else: print(f"at-parse: {len(idx)} sentence{'s' * (len(idx) != 1)} parsed, {n_repaired} repaired, {time.perf_counter() - t0:.0f} s"
-                f"{blank_note(len(sents) - len(idx))}", file=sys.stderr)
+        return 0
+    source, counts = a.input or "-", Counter()  # lines, sentences, repaired: a blank line gets a blank one
+    sents, chunk = iter_sentences(source, longest), lines_per_chunk(source, a.batch_size)
+    write_stream(a.output, parse_chunks(model, vocab, sents, kind.run, chunk, counts, **kw))  # each chunk once parsed
+    n = counts["sentences"]
+    if not n: return no_sentences("at-parse", source, counts["lines"], "parse")
+    print(f"at-parse: {n} sentence{'s' * (n != 1)} parsed, {counts['repaired']} repaired, "
+          f"{time.perf_counter() - t0:.0f} s{blank_note(counts['lines'] - n)}", file=sys.stderr)
     return 0
 
 def parse_main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,8 @@
 from __future__ import annotations
 import inspect, io, math, re, textwrap, tokenize
 from dataclasses import dataclass, fields, is_dataclass
-from .model import TransformerConfig, check_types  # the model's hyperparameters (04_model), given here beside TrainConfig
+# the model's hyperparameters (04_model), given here beside TrainConfig
+from .model import TransformerConfig, check_types
 
 # %% auto #0
 __all__ = ['COMPILE_MODES', 'TrainConfig', 'config_from_dict', 'field_help']
@@ -19,7 +20,8 @@ class TrainConfig:
     "How to train (§5.2-5.4: optimizer, schedule, batches) and how a run is kept (budgets, intervals, checkpoints)."
     lr_factor: float = 1.0  # multiplies the schedule of equation (3)
     warmup_steps: int = 4000  # warmup of equation (3)
-    cooldown_steps: int = 0  # the last this many steps, the rate falls linearly towards 0 (not in the paper; 0: equation (3) to the end)
+    # the last this many steps, the rate falls linearly towards 0 (not in the paper; 0: equation (3) to the end)
+    cooldown_steps: int = 0
     betas: tuple[float, float] = (0.9, 0.98)  # Adam beta1, beta2 (§5.3)
     eps: float = 1e-9  # Adam epsilon (§5.3)
     max_steps: int = 100_000  # optimizer steps (base: 100k, big: 300k)
@@ -30,21 +32,29 @@ class TrainConfig:
     max_tokens: int = 4096  # token budget of one micro-batch per process, each side, padding included
     batch_tokens: int = 0  # target tokens per optimizer step over all processes; >0 derives accum_steps from it
     clip_norm: float = 0.0  # clip the global gradient norm to this value; 0: no clipping (the paper does not clip)
-    compile: str = "auto"  # torch.compile the model: "auto" (where a trial on this machine measures that it pays back within the run), "on" or "off"
+    # torch.compile the model: "auto" (where a trial on this machine measures that it pays back within the run), "on" or
+    # "off"
+    compile: str = "auto"
     eval_every: int = 500  # optimizer steps between validation runs (0: only at the end)
     log_every: int = 10  # optimizer steps between metric lines
     save_every: int = 1000  # optimizer steps between checkpoints (0: only at the end)
     keep_last: int = 5  # checkpoints to keep (the paper averages the last 5 for base, 20 for big)
     run_dir: str = "runs/run"  # checkpoints, metrics.jsonl, run.json and the tokenizer go here
-    resume: bool = False  # continue the run in run_dir from its newest intact checkpoint (without it, a run_dir holding one is refused)
-    keep_best: str = ""  # a validation metric (higher is better, e.g. val_f1): keep the checkpoint where it peaked as run_dir/best.pt
+    # continue the run in run_dir from its newest intact checkpoint (without it, a run_dir holding one is refused)
+    resume: bool = False
+    # a validation metric (higher is better, e.g. val_f1): keep the checkpoint where it peaked as run_dir/best.pt
+    keep_best: str = ""
     progress: bool = True  # show a tqdm progress bar (rank 0)
 
     def __post_init__(self):
-        if isinstance(self.compile, bool): self.compile = "on" if self.compile else "off"  # True/False, as older runs stored it
+        # True/False, as older runs stored it
+        if isinstance(self.compile, bool): self.compile = "on" if self.compile else "off"
         check_types(self)
-        if self.compile not in COMPILE_MODES: raise ValueError(f"compile={self.compile!r}: expected one of {', '.join(map(repr, COMPILE_MODES))}")
-        if not str(self.run_dir).strip(): raise ValueError(f"run_dir={self.run_dir!r}: expected a directory (an empty one would write the run into the working directory)")
+        if self.compile not in COMPILE_MODES:
+            raise ValueError(f"compile={self.compile!r}: expected one of {', '.join(map(repr, COMPILE_MODES))}")
+        if not str(self.run_dir).strip():
+            raise ValueError(f"run_dir={self.run_dir!r}: expected a directory (an empty one would write the run into "
+                             "the working directory)")
         if self.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
@@ -52,7 +62,8 @@ class TrainConfig:
         for name in ("max_steps", "accum_steps", "max_tokens", "keep_last", "log_every", "warmup_steps"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
         for name in ("eval_every", "save_every", "batch_tokens", "cooldown_steps"):
-            if getattr(self, name) < 0: raise ValueError(f"{name}={getattr(self, name)}: expected 0 or a positive integer")
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)}: expected 0 or a positive integer")
         if self.cooldown_steps > self.max_steps:
             raise ValueError(f"cooldown_steps={self.cooldown_steps}: expected at most max_steps={self.max_steps}")
         for name in ("lr_factor", "eps", "clip_norm"):
@@ -63,7 +74,8 @@ class TrainConfig:
             raise ValueError(f"betas={tuple(self.betas)}: expected two numbers in [0, 1)")
 
     def accum_for(self, world_size: int) -> int:
-        "Micro-batches per optimizer step: `accum_steps`, or enough to reach `batch_tokens` over `world_size` processes."
+        """Micro-batches per optimizer step: `accum_steps`, or enough to reach `batch_tokens` over `world_size`
+        processes."""
         if self.batch_tokens <= 0: return self.accum_steps
         return max(1, math.ceil(self.batch_tokens / (self.max_tokens * world_size)))
 
@@ -78,16 +90,21 @@ def config_from_dict(cls, d: dict):
 # %% ../nbs/23_config.ipynb #9c5fca93
 def field_help(config_class: type, # a dataclass such as `TrainConfig`
               ) -> dict[str, str]: # field name -> its comment
-    "The trailing `# comment` of each field of a dataclass (and of its dataclass bases), read from the source."
+    """The `# comment` of each field of a dataclass (and of its dataclass bases), read from the source: the one after
+    the field on its line, else the comment lines right above it (a long one), as fastcore's docments reads them."""
     out = {}
     for klass in reversed(config_class.__mro__):
         if not is_dataclass(klass): continue
         try: source = textwrap.dedent(inspect.getsource(klass))
         except (OSError, TypeError): continue  # no source (e.g. a class typed into a REPL): no help text
-        comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(source).readline)
-                    if t.type == tokenize.COMMENT}
-        for i, line in enumerate(source.splitlines(), 1):
+        comments = {t.start[0]: t.string.lstrip("#").strip()
+                    for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT}
+        lines = source.splitlines()
+        for i, line in enumerate(lines, 1):
             m = re.match(r"\s+(\w+)\s*:", line)
-            if m and i in comments and m.group(1) in vars(klass).get("__annotations__", {}): out[m.group(1)] = comments[i]
+            if not (m and m.group(1) in vars(klass).get("__annotations__", {})): continue
+            k, above = i - 1, []  # the comment lines right above the field
+            while k in comments and lines[k - 1].lstrip().startswith("#"): above.insert(0, comments[k]); k -= 1
+            if i in comments or above: out[m.group(1)] = comments[i] if i in comments else " ".join(above)
     return out
 

@@ -4,13 +4,13 @@
 
 # %% ../nbs/30a_console.ipynb #b2d0c004
 from __future__ import annotations
-import argparse, math, os, re, signal, sys, textwrap, threading
+import argparse, contextlib, math, os, re, signal, sys, textwrap, threading, warnings
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'bad_file',
-           'check_output', 'check_output_dir', 'as_option', 'device_name', 'add_device', 'pick_device', 'write_lines',
-           'blank_note', 'no_sentences']
+           'check_output', 'check_output_dir', 'as_option', 'in_options', 'device_name', 'add_device', 'pick_device',
+           'write_stream', 'write_lines', 'lines_per_chunk', 'blank_note', 'no_sentences']
 
 # %% ../nbs/30a_console.ipynb #b2d0c007
 def _stop_at_once(prog: str):
@@ -27,6 +27,8 @@ def start(load, # no arguments -> the command's main function; it does the slow 
     "A console script's entry point: Ctrl-C or SIGTERM while it imports torch is one line and 130 or 143; then `run_script` takes over."
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM): signal.signal(sig, _stop_at_once(prog))
+    if hasattr(signal, "pthread_sigmask"):  # the entry point blocked them before importing us: one sent lands now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try: main = load()
     except KeyboardInterrupt:  # raised inside the import by whatever caught the signal before this handler was in place
         print(f"{prog}: interrupted while starting", file=sys.stderr); return 130
@@ -129,9 +131,22 @@ def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
     if not os.access(up, os.W_OK): bad_file(parser, f"{option} {path}: {up} is not writable")
 
 # %% ../nbs/30a_console.ipynb #27f71579
-def as_option(error: Exception) -> str:
-    "A config's message `max_steps=0: ...` as the option a user typed: `--max-steps 0: ...`."
-    return re.sub(r"^(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')} ", str(error))
+def as_option(error: Exception | Warning | str) -> str:
+    """A message that names Python arguments, with the options a user types: `max_steps=0: ...` -> `--max-steps 0: ...`,
+    `too_long='truncate'` -> `--too-long truncate`."""
+    text = re.sub(r"^(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')} ", str(error))
+    return re.sub(r"(?<![\w-])([a-z]\w*)='([^'\s]*)'", lambda m: f"--{m.group(1).replace('_', '-')} {m.group(2)}", text)
+
+@contextlib.contextmanager
+def in_options():
+    "Inside, a Python warning is one line `warning: ...`; messages name arguments as the options typed (`as_option`)."
+    from annotated_transformer.data import warn
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, *rest: warn(as_option(message))
+        try: yield
+        except ValueError as e:
+            if (text := as_option(e)) == str(e): raise
+            raise ValueError(text) from None
 
 # %% ../nbs/30a_console.ipynb #b2d0c014
 DEVICE_HELP = "where to run: auto (a CUDA GPU when there is one, else the CPU), cpu, cuda or cuda:N"
@@ -160,20 +175,35 @@ BLANK_LINES = ("A blank input line (empty or only spaces) is skipped: it gets a 
                "for an empty input), a note goes to stderr and the command exits 0.")
 
 # %% ../nbs/30a_console.ipynb #67a31e97
+def write_stream(path: str, # a file, or "-" for standard output
+                 chunks, # iterable of lists of output lines (without their newlines), e.g. `translate_chunks`'
+                ):
+    """Write each chunk of lines as it comes: to stdout at once, flushed line by line, or to a file atomically once the
+    last is written. A failed write to stdout is one `OSError` naming stdout and how far it got (of the lines yet)."""
+    from annotated_transformer.data import atomic_write
+    if path != "-":  # chunk by chunk into the temporary file
+        return atomic_write(path, lambda f: [f.write("".join(l + "\n" for l in c).encode()) for c in chunks])
+    n = m = 0
+    try:
+        sys.stdout.flush()
+        for chunk in chunks:
+            m += len(chunk)
+            for line in chunk: sys.stdout.write(line + "\n"); sys.stdout.flush(); n += 1  # flushed: n lines got there
+    except OSError as e:
+        if sys.stdout is sys.__stdout__:  # what stayed in the buffer goes nowhere at exit, not into a second error
+            null = os.open(os.devnull, os.O_WRONLY); os.dup2(null, sys.stdout.fileno()); os.close(null)
+        raise OSError(f"writing to stdout failed after {n} of {m} line{'s' * (m != 1)}: {e.strerror or e}") from None
+
 def write_lines(path: str, # a file, or "-" for standard output
                 lines: list[str], # one output line each, without its newline
                ):
     "Write `lines` to a file (atomically) or to stdout; a failed write to stdout is one `OSError` naming stdout and how far it got."
-    from annotated_transformer.data import atomic_write
-    if path != "-": return atomic_write(path, "".join(l + "\n" for l in lines))
-    n = 0
-    try:
-        sys.stdout.flush()
-        for line in lines: sys.stdout.write(line + "\n"); sys.stdout.flush(); n += 1  # flushed line by line: n lines got there
-    except OSError as e:
-        if sys.stdout is sys.__stdout__:  # what stayed in the buffer goes nowhere at exit, not into a second error
-            null = os.open(os.devnull, os.O_WRONLY); os.dup2(null, sys.stdout.fileno()); os.close(null)
-        raise OSError(f"writing to stdout failed after {n} of {len(lines)} line{'s' * (len(lines) != 1)}: {e.strerror or e}") from None
+    return write_stream(path, [lines])
+
+def lines_per_chunk(source: str, # the input: a file, or "-" for standard input
+                    batch_size: int) -> int:
+    "Input lines read before the first is translated or parsed: a batch, or one from a terminal (answered as typed)."
+    return 1 if source == "-" and sys.stdin.isatty() else batch_size
 
 # %% ../nbs/30a_console.ipynb #28499204
 def blank_note(n_blank: int) -> str: return f"; {n_blank} blank line{'s' * (n_blank != 1)} skipped" if n_blank else ""

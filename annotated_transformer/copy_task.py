@@ -33,12 +33,10 @@ def train_copy(cfg: TransformerConfig, # model config (vocabulary sizes set the 
                max_len: int = 10, # longest training sequence
                warmup_steps: int = 400, # warmup of equation (3)
                lr_factor: float = 1.0, # multiplies equation (3)
-               precision: str = "fp32", # "fp32", or "bf16" (autocast; fast only on CPUs with native bf16)
                seed: int = 0, # seeds initialization and data
                log_every: int = 100, # print the loss every this many steps (0: silent)
               ) -> tuple[Transformer, list[dict]]: # trained model, loss history
     "Train `make_model(cfg)` on fresh random copy batches; returns the model and its loss history."
-    if precision not in ("bf16", "fp32"): raise ValueError(f"precision={precision!r}: expected 'bf16' or 'fp32'")
     torch.manual_seed(seed)
     model = make_model(cfg).train()
     optimizer = make_optimizer(model)
@@ -47,8 +45,7 @@ def train_copy(cfg: TransformerConfig, # model config (vocabulary sizes set the 
     history, t0 = [], time.time()
     for step in range(1, steps + 1):
         batch = copy_batch(batch_size, cfg.src_vocab_size, max_len, seed=seed * 1_000_003 + step)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-            logits = model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)  # (B, T, V)
+        logits = model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)  # (B, T, V)
         loss_sum, n_tokens = criterion(logits, batch.tgt_out)
         loss = loss_sum / n_tokens  # mean over this step's target tokens
         optimizer.zero_grad(set_to_none=True)

@@ -49,13 +49,15 @@ def ct2_spec(model: Transformer, # a translation model (post-norm or pre-norm, a
     for side, embed, pos, stack in (("encoder", model.src_embed, model.pos, model.encoder),
                                     ("decoder", model.tgt_embed, model.tgt_pos, model.decoder)):
         s = getattr(spec, side)
-        (s.embeddings[0] if isinstance(s.embeddings, list) else s.embeddings).weight = _array(embed.lut.weight)  # (V, D)
+        # (V, D)
+        (s.embeddings[0] if isinstance(s.embeddings, list) else s.embeddings).weight = _array(embed.lut.weight)
         s.scale_embeddings = True  # x sqrt(d_model), §3.4
         s.position_encodings.encodings = _array(pos.positions(pos.max_len, 0))  # (max_len, D): our table as it is
         if cfg.norm_first: _norm(s.layer_norm, stack.norm)
         for ls, layer in zip(s.layer, stack.layers):
             _attention(ls.self_attention, layer.self_attn, True); _norm(ls.self_attention.layer_norm, layer.norm1)
-            if side == "decoder": _attention(ls.attention, layer.cross_attn, False); _norm(ls.attention.layer_norm, layer.norm2)
+            if side == "decoder":
+                _attention(ls.attention, layer.cross_attn, False); _norm(ls.attention.layer_norm, layer.norm2)
             _linear(ls.ffn.linear_0, layer.ff.linear1); _linear(ls.ffn.linear_1, layer.ff.linear2)
             _norm(ls.ffn.layer_norm, layer.norm3 if side == "decoder" else layer.norm2)
     _linear(spec.decoder.projection, model.generator)  # (V, D), the tied matrix
@@ -69,7 +71,8 @@ QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
 def _need_ct2():
     try: import ctranslate2
     except ImportError: raise ImportError("CTranslate2 is not installed: pip install ctranslate2 "
-                                          "(or the package's extra: pip install 'annotated_transformer[ctranslate2]')") from None
+                                          "(or the package's extra: "
+                                          "pip install 'annotated_transformer[ctranslate2]')") from None
     return ctranslate2
 
 # %% ../nbs/32d_ctranslate2.ipynb #d63c9378
@@ -85,7 +88,8 @@ def export_ctranslate2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization={quantization!r}: expected None or one of {', '.join(QUANTIZATIONS)}")
     out = Path(output_dir)
-    if out.exists() and not out.is_dir(): raise FileExistsError(f"{out}: exists and is not a directory; expected a directory to write the model into")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: exists and is not a directory; expected a directory to write the model into")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise FileExistsError(f"{out}: exists and is not empty; pass force=True to replace it")
     model, tok = load_translator(ckpt, tokenizer_dir)
@@ -111,12 +115,16 @@ def load_ct2(model_dir: str | Path, # written by `export_ctranslate2`
     "A CTranslate2 `Translator` on the CPU and our tokenizer, both from an exported directory."
     ct2 = _need_ct2()
     d = Path(model_dir)
-    if not (d / "model.bin").is_file(): raise FileNotFoundError(f"{d}: no model.bin; expected a directory written by export_ctranslate2")
-    return ct2.Translator(str(d), device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1), SubwordTokenizer.load(d)
+    if not (d / "model.bin").is_file():
+        raise FileNotFoundError(f"{d}: no model.bin; expected a directory written by export_ctranslate2")
+    return (ct2.Translator(str(d), device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1),
+            SubwordTokenizer.load(d))
 
 # %% ../nbs/32d_ctranslate2.ipynb #5ea30004
 def ct2_logprobs(translator, tok: SubwordTokenizer, src: list[list[int]], # source ids, EOS last
-                 tgt: list[list[int]]) -> list[list[float]]: # target ids without BOS/EOS -> per token log-probs, EOS's last
+                 tgt: list[list[int]]
+                # target ids without BOS/EOS -> per token log-probs, EOS's last
+                ) -> list[list[float]]:
     "CTranslate2's log P(y_t | y_<t, x) for each target token and the final EOS."
     return [r.log_probs for r in translator.score_batch([_pieces(tok, s) for s in src], [_pieces(tok, t) for t in tgt])]
 
@@ -135,24 +143,30 @@ def ct2_translate(translator, tok: SubwordTokenizer, lines: list[str], # source 
                   max_len_a: float = 1.0, max_len_b: int = 50, # at most a * source length + b tokens, per batch
                   batch_size: int = 64, # sentences per call
                   max_len: int = 512, # the model's positional table (its cfg.max_len)
-                  rerank: bool = True, # True: §6.1's GNMT penalty picks among the engine's K hypotheses; False: the engine's |Y|^alpha
+                  # True: §6.1's GNMT penalty picks among the engine's K hypotheses; False: the engine's |Y|^alpha
+                  rerank: bool = True,
                  ) -> list[str]: # one translation per line, in input order ("" for an empty line)
     "Translate lines with CTranslate2's beam search, batched as `translate` batches."
-    for name, v, low in (("beam_size", beam_size, 1), ("batch_size", batch_size, 1), ("max_len_b", max_len_b, 0), ("max_len", max_len, 2)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low: raise ValueError(f"{name}={v!r}: expected an integer >= {low}")
+    for name, v, low in (("beam_size", beam_size, 1), ("batch_size", batch_size, 1), ("max_len_b", max_len_b, 0),
+                         ("max_len", max_len, 2)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name}={v!r}: expected an integer >= {low}")
     for name, v in (("alpha", alpha), ("max_len_a", max_len_a)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0: raise ValueError(f"{name}={v!r}: expected a number >= 0")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise ValueError(f"{name}={v!r}: expected a number >= 0")
     srcs = encode_sources(tok, lines, max_len)
     order = sorted((i for i, s in enumerate(srcs) if s is not None), key=lambda i: -len(srcs[i]))
     out = [""] * len(lines)
     for start in range(0, len(order), batch_size):
         idx = order[start: start + batch_size]
         limit = max(min(int(len(srcs[i]) * max_len_a + max_len_b), max_len - 1) for i in idx)
-        kw = dict(length_penalty=0, num_hypotheses=beam_size, return_scores=True) if rerank else dict(length_penalty=alpha)
-        res = translator.translate_batch([_pieces(tok, srcs[i]) for i in idx], beam_size=beam_size, max_decoding_length=limit,
-                                         max_batch_size=batch_size, **kw)
+        kw = (dict(length_penalty=0, num_hypotheses=beam_size, return_scores=True)
+              if rerank else dict(length_penalty=alpha))
+        res = translator.translate_batch([_pieces(tok, srcs[i]) for i in idx], beam_size=beam_size,
+                                         max_decoding_length=limit, max_batch_size=batch_size, **kw)
         for i, r in zip(idx, res):  # with rerank, scores are summed log-probs; |Y| counts the EOS, as in `beam_search`
-            best = max(zip(r.hypotheses, r.scores), key=lambda h: h[1] / length_penalty(len(h[0]) + 1, alpha))[0] if rerank else r.hypotheses[0]
+            best = (max(zip(r.hypotheses, r.scores), key=lambda h: h[1] / length_penalty(len(h[0]) + 1, alpha))[0]
+                    if rerank else r.hypotheses[0])
             out[i] = tok.decode([tok.sp.piece_to_id(p) for p in best]).replace("\r", " ").replace("\n", " ")
     return out
 
@@ -170,7 +184,8 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                 ct2_dir: str | Path | None = None, # where to export (default: a temporary directory)
                ) -> dict: # agreement, BLEU and sentences/s of ours and CTranslate2 (fp32, int8)
     "Our batched beam search against CTranslate2 on the same model, sentences, threads and batch size."
-    if len(lines) != len(refs): raise ValueError(f"{len(lines)} source lines but {len(refs)} references: they must align line by line")
+    if len(lines) != len(refs):
+        raise ValueError(f"{len(lines)} source lines but {len(refs)} references: they must align line by line")
     if not isinstance(reps, int) or reps < 1: raise ValueError(f"reps={reps!r}: expected an integer >= 1")
     model, tok = load_translator(ckpt)
     torch.set_num_threads(threads)
@@ -179,13 +194,16 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
         engines = {ct: load_ct2(d, ct, threads)[0] for ct in ("float32", "int8")}
         kw = dict(alpha=alpha, batch_size=batch_size)
         greedy_ours = translate(model, tok, lines, beam_size=1, batch_size=batch_size)
-        greedy_ct2 = ct2_translate(engines["float32"], tok, lines, beam_size=1, batch_size=batch_size, max_len=model.cfg.max_len)
-        res = dict(ctranslate2=_need_ct2().__version__, parameters=sum(p.numel() for p in model.parameters()), sentences=len(lines),
+        greedy_ct2 = ct2_translate(engines["float32"], tok, lines, beam_size=1, batch_size=batch_size,
+                                   max_len=model.cfg.max_len)
+        res = dict(ctranslate2=_need_ct2().__version__, parameters=sum(p.numel() for p in model.parameters()),
+                   sentences=len(lines),
                    threads=threads, batch_size=batch_size, beam_size=beam_size, alpha=alpha, reps=reps,
                    greedy_identical=sum(a == b for a, b in zip(greedy_ours, greedy_ct2)) / len(lines))
         runs = {"ours": lambda: translate(model, tok, lines, beam_size=beam_size, **kw)}
         for ct, tr in engines.items():
-            runs[f"ct2_{ct}"] = lambda tr=tr: ct2_translate(tr, tok, lines, beam_size=beam_size, max_len=model.cfg.max_len, **kw)
+            runs[f"ct2_{ct}"] = lambda tr=tr: ct2_translate(tr, tok, lines, beam_size=beam_size,
+                                                            max_len=model.cfg.max_len, **kw)
         runs["ct2_float32_own_penalty"] = lambda: ct2_translate(engines["float32"], tok, lines, beam_size=beam_size,
                                                                 max_len=model.cfg.max_len, rerank=False, **kw)
         outs, secs = {}, {k: [] for k in runs}

@@ -13,13 +13,49 @@ from .model import Transformer
 from .attention import merge_masks, to_sdpa_mask
 
 # %% auto #0
-__all__ = ['length_penalty', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
+__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
+
+# %% ../nbs/10_decode.ipynb #3db2ee18
+@torch.no_grad()
+def simple_greedy_decode(model, src, max_len_b=50):
+    "The most likely token at each step, for one source sentence (1, S), until EOS or S + max_len_b tokens."
+    memory = model.encode(src)  # (1, S, D): the encoder runs once
+    ys = torch.tensor([[model.cfg.bos_idx]])  # (1, 1)
+    for t in range(src.size(1) + max_len_b):
+        logits = model.generator(model.decode(ys, memory)[:, -1])  # (1, V): the prediction after the last token
+        ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], 1)  # (1, t+2)
+        if ys[0, -1] == model.cfg.eos_idx: break
+    return ys[0, 1:].tolist()  # without BOS, EOS kept
 
 # %% ../nbs/10_decode.ipynb #373c1b20
 def length_penalty(length, # |Y|: generated tokens, EOS included
                    alpha: float = 0.6): # alpha = 0 turns the penalty off
     "GNMT's length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha."
     return ((5 + length) / 6) ** alpha
+
+# %% ../nbs/10_decode.ipynb #09cbff3b
+@torch.no_grad()
+def simple_beam_search(model, src, beam_size=4, alpha=0.6, max_len_b=50, trace=None):
+    "Beam search for one source sentence (1, S): the finished hypotheses as (score, tokens), best first."
+    K, eos, limit = beam_size, model.cfg.eos_idx, src.size(1) + max_len_b
+    memory = model.encode(src)  # (1, S, D)
+    ys, logp_sum = torch.tensor([[model.cfg.bos_idx]]), torch.zeros(1)  # the live beams (k, t+1) and their log P (k,)
+    finished = []
+    for t in range(limit):
+        logp = model.generator(model.decode(ys, memory.expand(len(ys), -1, -1))[:, -1]).log_softmax(-1)  # (k, V)
+        top, idx = (logp_sum[:, None] + logp).flatten().topk(2 * K)  # the 2K best one-token extensions
+        beam, tok = idx // logp.size(1), idx % logp.size(1)  # (2K,): which beam, which token
+        for j in range(K):  # an EOS among the K best ends a hypothesis
+            if tok[j] == eos:
+                finished.append((top[j].item() / length_penalty(t + 1, alpha), ys[beam[j], 1:].tolist() + [eos]))
+        live = (tok != eos).nonzero()[:K, 0]  # the K best that go on
+        if trace is not None:  # each step's candidates, to draw the search
+            trace.append(dict(beam=beam.tolist(), tok=tok.tolist(), logp=top.tolist(), live=live.tolist()))
+        ys, logp_sum = torch.cat([ys[beam[live]], tok[live, None]], 1), top[live]  # (K, t+2), (K,)
+        if t + 1 == limit:  # out of length: the live beams join the finished ones
+            finished += [(lp.item() / length_penalty(t + 1, alpha), y[1:].tolist()) for lp, y in zip(logp_sum, ys)]
+        elif len(finished) >= K: break
+    return sorted(finished, reverse=True)
 
 # %% ../nbs/35_fast_decoding.ipynb #869128c9
 class DecodingConstraint:

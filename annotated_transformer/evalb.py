@@ -22,7 +22,8 @@ class EvalbParams:
     cutoff_len: int = 40  # CUTOFF_LEN: the second set of figures covers sentences of at most this length
 
 def _canon(label: str, p: EvalbParams) -> str:
-    label = re.split(r"[-=]", label)[0]  # EVALB cuts a label at its first '-' or '=', even the first character ("-NONE-" -> "")
+    # EVALB cuts a label at its first '-' or '=', even the first character ("-NONE-" -> "")
+    label = re.split(r"[-=]", label)[0]
     for a, b in p.eq_labels:
         if label == b: return a
     return label
@@ -40,7 +41,8 @@ def evalb_brackets(tree: Tree, p: EvalbParams = EvalbParams()) -> tuple[Counter,
         start = len(words)
         for c in t.children: go(c)
         label = _canon(t.label, p)
-        deleted = label in p.delete_labels  # by the cut label, as EVALB does: a bracket labelled -NONE- (never seen in real trees) counts, as ""
+        # by the cut label, as EVALB does: a bracket labelled -NONE- (never seen in real trees) counts, as ""
+        deleted = label in p.delete_labels
         if len(words) > start and not deleted: brackets[(label, start, len(words))] += 1  # empty spans are not scored
     go(tree)
     return brackets, words, length
@@ -59,7 +61,8 @@ def evalb_sentence(gold: Tree, test: Tree, p: EvalbParams = EvalbParams()) -> di
     return dict(match=match, gold=n_gold, test=n_test, exact=n_gold == n_test == match, length=length)
 
 def bracket_prf(m: float, g: float, t: float) -> dict:
-    "Labelled recall, precision and F1 in percent from matched, gold and test bracket counts: the one place the formula lives."
+    """Labelled recall, precision and F1 in percent from matched, gold and test bracket counts: the one place the
+    formula lives."""
     P, R = (100 * m / t if t else 0.0), (100 * m / g if g else 0.0)
     return dict(match=m, gold=g, test=t, recall=R, precision=P, f1=2 * P * R / (P + R) if P + R else 0.0)
 
@@ -74,9 +77,11 @@ def _summary(rows: list[dict]) -> dict:
 # %% ../nbs/18_evalb.ipynb #da554a23
 def evalb(golds: list[Tree], tests: list[Tree], p: EvalbParams = EvalbParams()) -> dict:
     "Corpus-level labelled recall, precision, F1 and exact match, for all sentences and for length <= cutoff."
-    if len(golds) != len(tests): raise ValueError(f"{len(golds)} gold trees but {len(tests)} test trees; they must align")
+    if len(golds) != len(tests):
+        raise ValueError(f"{len(golds)} gold trees but {len(tests)} test trees; they must align")
     rows = [evalb_sentence(g, t, p) for g, t in zip(golds, tests)]
-    return dict(all=_summary(rows), **{f"len<={p.cutoff_len}": _summary([r for r in rows if r["length"] <= p.cutoff_len])})
+    return dict(all=_summary(rows),
+                **{f"len<={p.cutoff_len}": _summary([r for r in rows if r["length"] <= p.cutoff_len])})
 
 # %% ../nbs/18_evalb.ipynb #6ebf5bca
 def with_tags(test: Tree, gold: Tree) -> Tree:
@@ -90,11 +95,15 @@ def with_tags(test: Tree, gold: Tree) -> Tree:
 # %% ../nbs/18_evalb.ipynb #cc0a631c
 def evalb_breakdown(golds: list[Tree], tests: list[Tree], p: EvalbParams = EvalbParams(),
                     edges: tuple = (10, 20, 30, 40), # upper ends of the length bins; longer sentences form the last bin
-                   ) -> dict: # {"by_label": {label: counts and P/R/F1}, "by_length": [{"lengths", "sentences", counts and P/R/F1}]}
+                   # {"by_label": {label: counts and P/R/F1}, "by_length": [{"lengths", "sentences", counts and
+                   # P/R/F1}]}
+                   ) -> dict:
     "Labelled recall, precision and F1 per constituent label and per sentence-length bin, with EVALB's brackets."
-    if len(golds) != len(tests): raise ValueError(f"{len(golds)} gold trees but {len(tests)} test trees; they must align")
-    labels, bins = {}, [dict(lengths=f"{lo + 1}-{hi}", hi=hi, n=0, m=0, g=0, t=0)
-                        for lo, hi in zip((0,) + edges, edges)] + [dict(lengths=f"{edges[-1] + 1}+", hi=None, n=0, m=0, g=0, t=0)]
+    if len(golds) != len(tests):
+        raise ValueError(f"{len(golds)} gold trees but {len(tests)} test trees; they must align")
+    labels, bins = {}, ([dict(lengths=f"{lo + 1}-{hi}", hi=hi, n=0, m=0, g=0, t=0)
+                         for lo, hi in zip((0,) + edges, edges)]
+                        + [dict(lengths=f"{edges[-1] + 1}+", hi=None, n=0, m=0, g=0, t=0)])
     for gold, test in zip(golds, tests):
         (gb, gw, length), (tb, tw, _) = evalb_brackets(gold, p), evalb_brackets(test, p)
         if gw != tw: continue  # EVALB skips a sentence whose words differ
@@ -102,5 +111,7 @@ def evalb_breakdown(golds: list[Tree], tests: list[Tree], p: EvalbParams = Evalb
         b["n"] += 1; b["m"] += sum((gb & tb).values()); b["g"] += sum(gb.values()); b["t"] += sum(tb.values())
         for side, counts in (("g", gb), ("t", tb), ("m", gb & tb)):
             for (label, _, _), k in counts.items(): labels.setdefault(label, Counter())[side] += k
-    return dict(by_label={l: bracket_prf(c["m"], c["g"], c["t"]) for l, c in sorted(labels.items(), key=lambda x: -x[1]["g"])},
-                by_length=[dict(lengths=b["lengths"], sentences=b["n"], **bracket_prf(b["m"], b["g"], b["t"])) for b in bins])
+    return dict(by_label={l: bracket_prf(c["m"], c["g"], c["t"])
+                          for l, c in sorted(labels.items(), key=lambda x: -x[1]["g"])},
+                by_length=[dict(lengths=b["lengths"], sentences=b["n"], **bracket_prf(b["m"], b["g"], b["t"]))
+                           for b in bins])

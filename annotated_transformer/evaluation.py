@@ -10,7 +10,8 @@ import torch
 import torch.nn as nn
 from .data import Corpus, SubwordTokenizer, RECIPES, load_recipe
 from .model import count_parameters
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, list_checkpoints, average_checkpoints, write_checkpoint, check_writable
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, list_checkpoints
+from .checkpoint import average_checkpoints, write_checkpoint, check_writable
 from .data import atomic_write
 from .runs import training_summary, hardware
 from .translation import score_corpus
@@ -20,23 +21,29 @@ __all__ = ['load_translator', 'checkpoint_candidates', 'run_languages', 'signals
            'write_result_set', 'run_splits', 'evaluation_summary']
 
 # %% ../nbs/31_evaluation.ipynb #6bd48622
-def load_translator(ckpt: Checkpoint | str | Path, # a checkpoint: loaded, a file, or a run directory (its newest intact one)
+def load_translator(ckpt: Checkpoint | str | Path, # a `Checkpoint`, a file, or a run directory (its newest intact one)
                     tokenizer_dir: str | Path | None = None, # default: the one inside the checkpoint
                     device: str | torch.device = "cpu",
                    ) -> tuple[nn.Module, SubwordTokenizer]: # the model in eval mode and its tokenizer
     "The model and tokenizer of a translation checkpoint, checking that their vocabularies match."
     ck = ckpt if isinstance(ckpt, Checkpoint) else load_checkpoint(ckpt)
-    if ck.model_kind.command != "at-translate": ck.served_by("at-translate")  # says what it holds, and which command fits
+    # says what it holds, and which command fits
+    if not ck.model_kind.serves("at-translate"): ck.served_by("at-translate")
     where, cfg = ck.where, ck.config
     if tokenizer_dir is not None:
         try: tok, tw = SubwordTokenizer.load(tokenizer_dir), str(tokenizer_dir)
-        except RuntimeError: raise CheckpointError(f"{Path(tokenizer_dir) / SubwordTokenizer.model_file}: not a sentencepiece model; expected the tokenizer directory of the run") from None
+        except RuntimeError:
+            raise CheckpointError(f"{Path(tokenizer_dir) / SubwordTokenizer.model_file}: not a sentencepiece model; "
+                                  "expected the tokenizer directory of the run") from None
     elif ck.tokenizer is not None: tok, tw = ck.restore_tokenizer(), f"{where} (embedded)"
-    else: raise CheckpointError(f"{where}: no tokenizer inside the checkpoint (a run on token ids, like the copy task, cannot "
-                                "translate text; a checkpoint from before tokenizers were stored: pass its run's tokenizer directory, --tokenizer DIR)")
+    else:
+        raise CheckpointError(f"{where}: no tokenizer inside the checkpoint (a run on token ids, like the copy task, "
+                              "cannot translate text; a checkpoint from before tokenizers were stored: "
+                              "pass its run's tokenizer directory, --tokenizer DIR)")
     if tok.vocab_size != cfg.src_vocab_size or tok.vocab_size != cfg.tgt_vocab_size:
-        raise CheckpointError(f"vocabulary mismatch: the tokenizer at {tw} has {tok.vocab_size} pieces but the model in {where} "
-                              f"has src_vocab_size={cfg.src_vocab_size}, tgt_vocab_size={cfg.tgt_vocab_size}; "
+        raise CheckpointError(f"vocabulary mismatch: the tokenizer at {tw} has {tok.vocab_size} pieces but the model "
+                              f"in {where} has src_vocab_size={cfg.src_vocab_size}, "
+                              f"tgt_vocab_size={cfg.tgt_vocab_size}; "
                               "use the tokenizer that was saved with this checkpoint")
     return ck.build(device), tok
 
@@ -49,9 +56,11 @@ def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
     paths = list_checkpoints(run_dir)
     if not paths: raise CheckpointError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
     if any(n > len(paths) for n in average):
-        raise ValueError(f"average={max(average)}: {run_dir} keeps {len(paths)} checkpoints; expected at most {len(paths)}")
+        raise ValueError(f"average={max(average)}: {run_dir} keeps {len(paths)} checkpoints; "
+                         f"expected at most {len(paths)}")
     k = max([1, *average])
-    cks = [load_checkpoint(p) for p in paths[-k:-1]] + [last if last is not None and last.path == paths[-1] else load_checkpoint(paths[-1])]
+    cks = ([load_checkpoint(p) for p in paths[-k:-1]]
+           + [last if last is not None and last.path == paths[-1] else load_checkpoint(paths[-1])])
     out = {"last": cks[-1]}
     for n in average:
         if n > 1: out[f"avg{n}"] = average_checkpoints(cks[-n:])
@@ -67,9 +76,11 @@ def run_languages(ck: Checkpoint) -> tuple[str | None, str | None]:
 # %% ../nbs/31_evaluation.ipynb #fdc3ecfb
 @contextlib.contextmanager
 def signals_deferred(signals=(signal.SIGINT, signal.SIGTERM)):
-    """Hold Ctrl-C and SIGTERM until the block is done, then deliver them. Python runs signal handlers in the main thread whichever
-    thread the kernel chose, so blocking the signals in this thread (`pthread_sigmask`) is not enough once other threads exist."""
-    if threading.current_thread() is not threading.main_thread(): yield; return  # handlers can only be set in the main thread
+    """Hold Ctrl-C and SIGTERM until the block is done, then deliver them. Python runs signal handlers in the main
+    thread whichever thread the kernel chose, so blocking the signals in this thread (`pthread_sigmask`) is not enough
+    once other threads exist."""
+    # handlers can only be set in the main thread
+    if threading.current_thread() is not threading.main_thread(): yield; return
     got = []
     old = {s: signal.signal(s, lambda n, f: got.append(n)) for s in signals}
     try: yield
@@ -79,7 +90,8 @@ def signals_deferred(signals=(signal.SIGINT, signal.SIGTERM)):
 
 @contextlib.contextmanager
 def writable_output(out: Path):
-    "Prove that files can be written in `out` before the work starts; a failure (now or later) removes the directory if it made it."
+    """Prove that files can be written in `out` before the work starts; a failure (now or later) removes the directory
+    if it made it."""
     made = not out.exists()
     try:
         check_writable(out, "--out")
@@ -104,16 +116,19 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                 ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
-    training, metrics = training_summary(run_dir), (run_dir / "metrics.jsonl").read_bytes()  # a run without its log fails now, not after decoding
-    with writable_output(out):  # a full disk or a read-only place fails now, before any decoding, and leaves no directory behind
-        return _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress, save_chosen,
-                             last, training, metrics, device)
+    # a run without its log fails now, not after decoding
+    training, metrics = training_summary(run_dir), (run_dir / "metrics.jsonl").read_bytes()
+    # a full disk or a read-only place fails now, before any decoding, and leaves no directory behind
+    with writable_output(out):
+        return _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size,
+                             progress, save_chosen, last, training, metrics, device)
 
-def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress, save_chosen, last,
-                  training, metrics, device="cpu") -> dict:
+def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress,
+                  save_chosen, last, training, metrics, device="cpu") -> dict:
     cands = checkpoint_candidates(run_dir, average, last)
     src_lang, lang = run_languages(cands["last"])
-    selection, best = {}, None  # best: (valid BLEU, name, model, tokenizer) of the best candidate so far, the first on a tie
+    # best: (valid BLEU, name, model, tokenizer) of the best candidate so far, the first on a tie
+    selection, best = {}, None
     for name, ck in cands.items():
         model, tok = load_translator(ck, device=device)
         r = score_corpus(model, tok, valid, select_beam, alpha, batch_size,
@@ -122,19 +137,22 @@ def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_b
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
         if best is None or r["bleu"] > best[0]: best = (r["bleu"], name, model, tok)
     _, chosen, model, tok = best  # the chosen model decodes the test set as it was scored: built once, not again
-    beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang, desc=progress and f"{test.split}: {chosen}, beam {k}")
+    beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang,
+                                 desc=progress and f"{test.split}: {chosen}, beam {k}")
                     for k in (beam_size, 1))
     last = cands["last"]
     scores = lambda r: {k: v for k, v in r.items() if k != "hyps"}
     res = dict(task=task, splits=f"chosen on {valid.name} {valid.split}, reported on {test.name} {test.split}",
                n_valid=len(valid), n_test=len(test),
                chosen=chosen, selection=selection, selected_by=f"validation BLEU, beam {select_beam}",
-               test_beam=dict(beam_size=beam_size, alpha=alpha, **scores(beam)), test_greedy=dict(beam_size=1, **scores(greedy)),
+               test_beam=dict(beam_size=beam_size, alpha=alpha, **scores(beam)),
+               test_greedy=dict(beam_size=1, **scores(greedy)),
                bleu_tok_lc_note="sacreBLEU corpus BLEU with lowercase=True and its default 13a tokenization",
                direction=f"{src_lang}-{lang}",
                parameters=count_parameters(model), steps=last.step, model_config=last.model_config,
                train_config=last.train_config, precision=last.train_config["precision"],
-               command=last.command or "unknown: the run records no at-train command line", training=training, hardware=hardware())
+               command=last.command or "unknown: the run records no at-train command line", training=training,
+               hardware=hardware())
     write_result_set(out, {"test.beam.txt": "".join(h + "\n" for h in beam["hyps"]),
                            "test.greedy.txt": "".join(h + "\n" for h in greedy["hyps"]),
                            "metrics.jsonl": metrics, "results.json": json.dumps(res, indent=1) + "\n"})
@@ -144,9 +162,11 @@ def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_b
 def write_result_set(out: str | Path, # the output directory (created if missing)
                      files: dict[str, str | bytes], # file name -> contents
                     ):
-    "Write several files as one set: all of them replace the old ones, or none does (a failure, Ctrl-C or SIGTERM leaves the old set)."
+    """Write several files as one set: all of them replace the old ones, or none does (a failure, Ctrl-C or SIGTERM
+    leaves the old set)."""
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob(".partial-*"):  # what a killed run left (SIGKILL cannot be caught); the set it held never got in
+    # what a killed run left (SIGKILL cannot be caught); the set it held never got in
+    for old in out.glob(".partial-*"):
         try: os.kill(int(old.name.rsplit("-", 1)[-1]), 0)  # signal 0: is that process alive?
         except (ProcessLookupError, ValueError): shutil.rmtree(old, ignore_errors=True)
         except PermissionError: pass  # alive, another user's
@@ -180,12 +200,13 @@ def evaluation_summary(res: dict, # what `evaluate_run` returned
     "at-evaluate's closing lines: what was chosen and on what, the test scores in words, where the files are."
     lines = []
     sel, b, g = res["selection"], res["test_beam"], res["test_greedy"]
-    lines.append(f"chosen: {res['chosen']} (step {sel[res['chosen']]['step']}), the best validation BLEU on {valid.name} {valid.split} "
+    lines.append(f"chosen: {res['chosen']} (step {sel[res['chosen']]['step']}), "
+                 f"the best validation BLEU on {valid.name} {valid.split} "
                  f"({len(valid)} sentences, {res['selected_by'].split(', ')[-1]}): "
                  + ", ".join(f"{n} {s['valid_bleu']:.2f}" for n, s in sel.items()))
     paper = f", paper-style tokenized BLEU {b['bleu_paper']:.2f}" if "bleu_paper" in b else ""
-    lines.append(f"test {test.name} {test.split} ({len(test)} sentences): BLEU {b['bleu']:.2f} with beam {b['beam_size']}, "
-                 f"{g['bleu']:.2f} greedy; chrF {b['chrf']:.2f}{paper}")
+    lines.append(f"test {test.name} {test.split} ({len(test)} sentences): BLEU {b['bleu']:.2f} with beam "
+                 f"{b['beam_size']}, {g['bleu']:.2f} greedy; chrF {b['chrf']:.2f}{paper}")
     lines.append(f"  sacreBLEU {b['bleu_signature']}")
     lines.append(f"wrote results.json, test.beam.txt, test.greedy.txt and metrics.jsonl to {out} ({seconds:.0f} s)")
     return "\n".join(lines)

@@ -11,11 +11,11 @@ from torch import Tensor
 from .attention import Dropout
 from .chart import ChartParser, ChartObjective, span_loss
 from .model import make_model
-from .optim import make_optimizer
+from .optim import make_optimizer, adam_kwargs
 from .precision import NATIVE_BF16_FLAGS, cpu_flags, payback_steps, sync
 from .runs import hardware
-from .bench import (make_pair, make_train_step, random_batch, time_interleaved, time_blocks, at_threads, train_flops,
-    median, matmul_tflops, peak_tflops)
+from .bench import make_pair, make_train_step, random_padded_batch, time_interleaved, time_blocks
+from .bench import at_threads, train_flops, median, matmul_tflops, peak_tflops
 
 # %% auto #0
 __all__ = ['FAST', 'VARIANTS', 'compile_plan', 'bench_compile', 'bench_loss', 'bench_adam', 'readable_chart', 'chart_span_loss',
@@ -26,33 +26,39 @@ FAST = dict(loss="chunked", adam="auto")  # our fast path: chunked loss, fused A
 VARIANTS = {"ours_eager": ("ours", {}), "ours_compiled": ("ours", dict(compile=True)),
             "torch_eager": ("torch", {}), "torch_compiled": ("torch", dict(compile=True)),
             "ours_fast": ("ours", dict(FAST, compile=True)),  # the rest: readable loss, torch.optim.Adam's defaults
-            "ours_fast_eager": ("ours", dict(FAST))}  # the trainer's own step where compiling does not pay (newer than some stored runs)
+            # the trainer's own step where compiling does not pay (newer than some stored runs)
+            "ours_fast_eager": ("ours", dict(FAST))}
 
 # %% ../nbs/32a_fast_path.ipynb #38878034
 def compile_plan(device="cpu", precisions=("fp32", "bf16"), threads=(1,), # CPU thread counts to measure at
                  peak: float | None = None) -> dict: # a given peak (TFLOP/s) instead of the measured or vendor one
-    """The settings of the compile benchmark, each with the peak its utilization divides by. On a GPU: bf16 against the card's dense
-    bf16 peak. On a CPU: each precision asked for (bf16 only where it is native, `NATIVE_BF16_FLAGS`) at each thread count, against a
-    2048 x 2048 matrix product measured in that precision at that thread count."""
+    """The settings of the compile benchmark, each with the peak its utilization divides by. On a GPU: bf16 against the
+    card's dense bf16 peak. On a CPU: each precision asked for (bf16 only where it is native, `NATIVE_BF16_FLAGS`) at
+    each thread count, against a 2048 x 2048 matrix product measured in that precision at that thread count."""
     dev = torch.device(device)
     if dev.type == "cuda":
         return {"bf16": dict(precision="bf16", threads=None, tflops=peak_tflops(torch.cuda.get_device_name(dev), peak),
                              kind="given" if peak else "vendor dense bf16 peak")}
     native = bool(set(NATIVE_BF16_FLAGS) & cpu_flags())
-    todo = [(t, p) for t in threads for p in precisions if p == "fp32" or native]  # emulated bf16: several times slower, no one trains in it
-    if peak and len(todo) > 1:  # a CPU's rate differs by precision and by thread count: one number cannot be the peak of several settings
-        raise ValueError(f"peak={peak}: one given peak for {len(todo)} settings ({', '.join(f'{p} at {t} thread(s)' for t, p in todo)}); "
+    # emulated bf16: several times slower, no one trains in it
+    todo = [(t, p) for t in threads for p in precisions if p == "fp32" or native]
+    # a CPU's rate differs by precision and by thread count: one number cannot be the peak of several settings
+    if peak and len(todo) > 1:
+        raise ValueError(f"peak={peak}: one given peak for {len(todo)} settings "
+                         f"({', '.join(f'{p} at {t} thread(s)' for t, p in todo)}); "
                          "give it for one precision and one thread count, or leave it out to measure each")
     plan = {}
     for t, p in todo:
         rate = peak or at_threads(t, lambda: matmul_tflops(device, torch.bfloat16 if p == "bf16" else torch.float32))
         plan[f"{p}, {t} thread{'s' * (t != 1)}"] = dict(precision=p, threads=t, tflops=rate, kind="given" if peak else
-                                                       f"measured {p} 2048 x 2048 matmul, this CPU, {t} thread{'s' * (t != 1)}")
+                                                       f"measured {p} 2048 x 2048 matmul, this CPU, "
+                                                       f"{t} thread{'s' * (t != 1)}")
     return plan
 
 # %% ../nbs/32a_fast_path.ipynb #80e1776d
 def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", peak: float | None = None) -> dict:
-    "Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (chunked loss, foreach/fused Adam), compiled and eager."
+    """Training throughput of ours and `nn.Transformer`, eager and `torch.compile`d, and of our fast path (chunked loss,
+    foreach/fused Adam), compiled and eager."""
     ours, ref = make_pair(cfg, device)
     models, steps, first_s = dict(ours=ours, torch=ref), {}, {}
     for name, (which, kw) in VARIANTS.items():
@@ -69,8 +75,10 @@ def bench_compile(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu", 
         res[k]["payback_steps"] = payback_steps(res[k]["first_call_s"], res[k]["step_s"], res[eager]["step_s"])
     tok = {k: v["tok_per_s"] for k, v in res.items()}
     return dict(res, precision=precision, threads=torch.get_num_threads(), tokens=n, flops=flops, peak_tflops=peak,
-                eager_ratio=tok["ours_eager"] / tok["torch_eager"], compiled_ratio=tok["ours_compiled"] / tok["torch_compiled"],
-                fast_ratio=tok["ours_fast"] / tok["torch_compiled"], fast_eager_ratio=tok["ours_fast_eager"] / tok["torch_eager"],
+                eager_ratio=tok["ours_eager"] / tok["torch_eager"],
+                compiled_ratio=tok["ours_compiled"] / tok["torch_compiled"],
+                fast_ratio=tok["ours_fast"] / tok["torch_compiled"],
+                fast_eager_ratio=tok["ours_fast_eager"] / tok["torch_eager"],
                 compile_gain_ours=tok["ours_compiled"] / tok["ours_eager"],
                 compile_gain_torch=tok["torch_compiled"] / tok["torch_eager"])
 
@@ -79,7 +87,8 @@ def bench_loss(cfg, batch, precision="fp32", reps=5, warmup=1, device="cpu") -> 
     "Training step of our model with the chunked loss against the readable loss on the logits (same model, same Adam)."
     torch.manual_seed(0); model = make_model(cfg).to(device)
     t = time_interleaved({"chunked": make_train_step(model, batch, precision, device, loss="chunked"),
-                          "readable": make_train_step(model, batch, precision, device, loss="readable")}, reps, warmup, device)
+                          "readable": make_train_step(model, batch, precision, device, loss="readable")}, reps, warmup,
+                         device)
     return dict(precision=precision, chunked_step_s=median(t["chunked"]), readable_step_s=median(t["readable"]),
                 ratio=median(t["readable"]) / median(t["chunked"]))
 
@@ -88,7 +97,8 @@ def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
     "Time of one Adam update of our model's parameters: the readable loop, foreach, fused (random gradients)."
     torch.manual_seed(0); model = make_model(cfg).to(device)
     for p in model.parameters(): p.grad = torch.randn_like(p) * 1e-3
-    opts = {impl: make_optimizer(model, impl=impl) for impl in ("readable", "foreach", "fused")}
+    params = list(model.parameters())
+    opts = {impl: make_optimizer(params, **adam_kwargs(impl, params)) for impl in ("readable", "foreach", "fused")}
     for o in opts.values():
         for g in o.param_groups: g["lr"] = 1e-6
     t = time_interleaved({k: o.step for k, o in opts.items()}, reps, warmup, device)
@@ -98,7 +108,8 @@ def bench_adam(cfg, reps=5, warmup=1, device="cpu") -> dict:
 
 # %% ../nbs/32a_fast_path.ipynb #5b926f30
 def readable_chart(model: ChartParser) -> ChartParser:
-    "A copy of a chart parser with `nn.Dropout` wherever it has the package's `Dropout` (the same weights, rates and mode)."
+    """A copy of a chart parser with `nn.Dropout` wherever it has the package's `Dropout` (the same weights, rates and
+    mode)."""
     readable = copy.deepcopy(model)
     for m in list(readable.modules()):
         for name, child in list(m.named_children()):
@@ -112,15 +123,19 @@ def chart_span_loss(model: ChartParser, b) -> Tensor: # b: a `ChartBatch` with g
     return span_loss(s[:, i, j, 1:], b.gold, b.lengths)
 
 # %% ../nbs/32a_fast_path.ipynb #227894d1
-def chart_step_speed(data, # a chart task's `TaskData` (`tasks.build_chart_data`): its model config (span loss), vocabulary, training batches
+def chart_step_speed(data, # a chart task's `TaskData` (`build_chart_data`): config (span loss), vocabulary, batches
                      steps: int = 24, warm: int = 4, rounds: int = 2) -> dict:
-    "Seconds per training step of a new chart parser as the package trains it against the readable versions (`readable_chart`, `chart_span_loss`)."
+    """Seconds per training step of a new chart parser as the package trains it against the readable versions
+    (`readable_chart`, `chart_span_loss`)."""
     cfg = data.model_config
-    if cfg.loss != "span": raise ValueError(f"loss={cfg.loss!r}: the readable step reads the span loss from the chart; expected 'span'")
+    if cfg.loss != "span":
+        raise ValueError(f"loss={cfg.loss!r}: the readable step reads the span loss from the chart; expected 'span'")
     batches = list(itertools.islice(iter(data.train), steps + warm))
-    if len(batches) < steps + warm: raise ValueError(f"steps={steps}, warm={warm}: the training data has {len(batches)} batches")
+    if len(batches) < steps + warm:
+        raise ValueError(f"steps={steps}, warm={warm}: the training data has {len(batches)} batches")
     fast = ChartParser(cfg).train()
-    runs = dict(readable=(readable_chart(fast), chart_span_loss), fast=(fast, ChartObjective(data.tokenizer, cfg.loss).loss))
+    runs = dict(readable=(readable_chart(fast), chart_span_loss),
+                fast=(fast, ChartObjective(data.tokenizer, cfg.loss).loss))
     opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4) for k, (m, _) in runs.items()}
     def step(k, b):
         (model, loss), opt = runs[k], opts[k]
@@ -131,7 +146,8 @@ def chart_step_speed(data, # a chart task's `TaskData` (`tasks.build_chart_data`
                 seconds_per_step=per, blocks=blocks, ratio_readable_over_fast=per["readable"] / per["fast"],
                 threads=torch.get_num_threads(), precision="fp32", hardware=hardware(), load_average=os.getloadavg(),
                 native_bf16_flags=sorted(cpu_flags() & set(NATIVE_BF16_FLAGS)),
-                note="each step: forward, loss, backward and Adam on one batch of the preset's 1500-word budget; the models start at "
+                note="each step: forward, loss, backward and Adam on one batch of the preset's 1500-word budget; "
+                     "the models start at "
                      "initialization; each variant's fastest block of steps")
 
 # %% ../nbs/32a_fast_path.ipynb #78f095c4
@@ -140,7 +156,7 @@ def bench_mfu(cfg, batch_size=128, src_len=128, reps=10, warmup=3, device="cuda"
     if torch.device(device).type != "cuda": raise ValueError(f"MFU is measured on a CUDA device, got device={device!r}")
     name = torch.cuda.get_device_name(torch.device(device))
     torch.manual_seed(0); model = make_model(cfg).to(device)
-    batch = random_batch(cfg, batch_size, src_len, min_frac=1.0, device=device)
+    batch = random_padded_batch(cfg, batch_size, src_len, min_frac=1.0, device=device)
     t = time_interleaved({"ours": make_train_step(model, batch, "bf16", device)}, reps, warmup, device)["ours"]
     tflops = train_flops(cfg, batch_size, src_len, src_len) / median(t) / 1e12
     peak = peak_tflops(name, peak)

@@ -19,7 +19,8 @@ from .train import Trainer, TrainingError, seed_everything
 from .checkpoint import check_writable
 from .runs import hardware, active_seconds, lock_run, unlock_run, read_metrics, RUN_FILE
 from .translation import score_corpus
-from .variations import PaperRow, PAPER_TABLE3, ROWS, DEPTH_KEYS, paper_config, scale_config, row_config, row_changes
+from .variations import PaperRow, PAPER_TABLE3, ROWS, DEPTH_KEYS, paper_config, scale_config
+from .variations import row_config, row_changes
 from .variations import CSV_FIELDS, read_table, metrics_file
 
 # %% auto #0
@@ -51,7 +52,8 @@ def prepare_data(out: str | Path, # the grid's output directory (the tokenizer i
     else: tok = SubwordTokenizer.from_corpus(train, vocab_size=vocab_size); tok.save(tok_dir)
     train_ids = encode_pairs(train, tok, max_len=max_len)
     # score on every dev sentence; only the perplexity loader drops pairs longer than max_len (none in Multi30k)
-    return GridData(tok, train_ids, valid, encode_pairs(Corpus(list(valid.src), list(valid.tgt), "multi30k", "val"), tok, max_len))
+    return GridData(tok, train_ids, valid,
+                    encode_pairs(Corpus(list(valid.src), list(valid.tgt), "multi30k", "val"), tok, max_len))
 
 # %% ../nbs/31a_grid.ipynb #4f42fc36
 @dataclass
@@ -69,21 +71,25 @@ class GridSettings:
     beam_size: int = 4  # dev BLEU decoding (1 = greedy)
     alpha: float = 0.6  # length penalty of dev decoding (§6.1: 0.6)
     seed: int = 0  # seeds data order and initialization
-    device: str = "auto"  # "auto" (a CUDA GPU when there is one, else the CPU), "cpu", "cuda" or "cuda:N", as every command's --device
+    # "auto" (a CUDA GPU when there is one, else the CPU), "cpu", "cuda" or "cuda:N", as every command's --device
+    device: str = "auto"
     precision: str = "auto"  # fp32 where bf16 is emulated or slower (a trial decides where it is native), as at-train
     n_train: int = 0  # first n training pairs (0: all)
     n_valid: int = 0  # first n dev pairs (0: all)
 
     def __post_init__(self):
-        for name, low in (("steps", 1), ("max_tokens", 1), ("warmup_steps", 0), ("vocab_size", 16), ("width", 1), ("depth", 1),
-                          ("max_len", 8), ("beam_size", 1), ("n_train", 0), ("n_valid", 0)):
-            if getattr(self, name) < low: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
+        for name, low in (("steps", 1), ("max_tokens", 1), ("warmup_steps", 0), ("vocab_size", 16), ("width", 1),
+                          ("depth", 1), ("max_len", 8), ("beam_size", 1), ("n_train", 0), ("n_valid", 0)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
         for name in ("lr_factor", "alpha"):
             v = getattr(self, name)
-            if not math.isfinite(v) or v < 0 or (v == 0 and name == "lr_factor"): raise ValueError(f"{name}={v}: expected a finite number > 0")
+            if not math.isfinite(v) or v < 0 or (v == 0 and name == "lr_factor"):
+                raise ValueError(f"{name}={v}: expected a finite number > 0")
         if self.device not in ("cpu", "cuda", "auto") and not self.device.startswith("cuda:"):
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
-        if self.precision not in ("auto", "fp32", "bf16", "fp16"): raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise ValueError(f"precision={self.precision!r}: expected 'auto', 'fp32', 'bf16' or 'fp16'")
         for r in PAPER_TABLE3:  # every row must scale by this rule (the width divides every width of Table 3)
             try: scale_config(paper_config(r), self.width, self.depth)
             except ValueError as e:  # name the factor that does not divide: N is scaled by depth, the widths by width
@@ -94,19 +100,25 @@ class GridSettings:
 
 # %% ../nbs/31a_grid.ipynb #b5ec4fbe
 class Stopped(KeyboardInterrupt):
-    "A row or grid stopped by a signal: `signal` names it ('SIGINT', 'SIGTERM', or None for a worker stopped from outside)."
+    """A row or grid stopped by a signal: `signal` names it ('SIGINT', 'SIGTERM', or None for a worker stopped from
+    outside)."""
     def __init__(self, message: str, signal: str | None): super().__init__(message); self.signal = signal
 
 def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Path) -> dict:
-    "Train one row (continuing from a checkpoint `run_dir` holds, if any) and score it on the dev set; returns the CSV record."
+    """Train one row (continuing from a checkpoint `run_dir` holds, if any) and score it on the dev set; returns the CSV
+    record."""
     cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
     seed_everything(s.seed)
     model = make_model(cfg)
     tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
-                         seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10), log_every=max(1, s.steps // 20),
-                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir), progress=False,
-                         compile="off")  # eager, as every grid so far: a compile trial per row shape would cost minutes per row, and
-                                         # compiled kernels differ between machines, while a grid spans several (fp32 for the same reason)
+                         seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10),
+                       log_every=max(1, s.steps // 20),
+                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir),
+                       progress=False,
+                         # eager, as every grid so far: a compile trial per row shape would cost minutes per row, and
+                         compile="off")
+                                         # compiled kernels differ between machines, while a grid spans several (fp32
+                                         # for the same reason)
     train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
     valid = make_loader(data.valid_ids, s.max_tokens, shuffle=False)
     trainer = Trainer(model, tcfg, train, valid, tokenizer=data.tokenizer)
@@ -114,9 +126,11 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     t0 = time.perf_counter(); out = trainer.fit(); train_s = time.perf_counter() - t0
     if out.get("finished"):  # trained to the end before, stopped while it was scored: score it now
         out = dict(out, **trainer.evaluate(), loss=[r["loss"] for r in read_metrics(run_dir) if "loss" in r][-1])
-    if "stopped_by" in out:  # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run
+    # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run
+    if "stopped_by" in out:
         # stopped before its first metrics record has no training time to read)
-        raise Stopped(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}", out["stopped_by"])
+        raise Stopped(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}",
+                      out["stopped_by"])
     if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
     model = trainer.model.eval()
     bleu = score_corpus(model, data.tokenizer, data.valid, s.beam_size, s.alpha)
@@ -124,13 +138,16 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
                 n_layers=cfg.n_layers, d_model=cfg.d_model, d_ff=cfg.d_ff, n_heads=cfg.n_heads, d_k=cfg.head_dim,
                 dropout=cfg.dropout, label_smoothing=cfg.label_smoothing, positional=cfg.positional,
                 params=count_parameters(model), dev_ppl=round(out["val_ppl"], 4), dev_nll=round(out["val_nll"], 5),
-                dev_bleu=round(bleu["bleu"], 3), dev_chrf=round(bleu["chrf"], 3), final_train_loss=round(out["loss"], 5),
+                dev_bleu=round(bleu["bleu"], 3), dev_chrf=round(bleu["chrf"], 3),
+                final_train_loss=round(out["loss"], 5),
                 steps=out["step"], train_seconds=round(train_s, 1), bleu_seconds=round(bleu["seconds"], 1),
                 paper_ppl=row.ppl, paper_bleu=row.bleu, paper_params_m=row.params_m)
 
 # %% ../nbs/31a_grid.ipynb #7c3dccfe
-RUN_KEYS = ("seed", "device")  # settings that may differ between the runs of one grid: its recipe is every other field. Where a
-                               # run trained is not its recipe (fp32, eager: the same steps on a CPU or a GPU, as on two CPUs);
+# settings that may differ between the runs of one grid: its recipe is every other field. Where a
+RUN_KEYS = ("seed", "device")
+                               # run trained is not its recipe (fp32, eager: the same steps on a CPU or a GPU, as on two
+                               # CPUs);
                                # each run's machine is kept beside its metrics (`run_record`)
 
 def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
@@ -138,7 +155,8 @@ def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
     if p.exists():
         try: old = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"{p}: not a settings file this grid wrote ({e}); move it away or choose another --out") from None
+            raise ValueError(f"{p}: not a settings file this grid wrote ({e}); "
+                             "move it away or choose another --out") from None
         diff = {k: (old.get(k), v) for k, v in asdict(s).items() if old.get(k) != v and k not in RUN_KEYS}
         if diff: raise ValueError(f"{p} was written with other settings (stored, now): {diff}; "
                                   "use another --out for another budget")
@@ -147,7 +165,8 @@ def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
 # %% ../nbs/31a_grid.ipynb #f21100fe
 def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the paper's order)
              s: GridSettings, out: str | Path, # settings; output directory
-             data_dir: str | None = None, run_root: str | Path | None = None, # data; scratch run dirs (default out/runs)
+             # data; scratch run dirs (default out/runs)
+             data_dir: str | None = None, run_root: str | Path | None = None,
              keep_runs: bool = False, log=print, # keep each run's checkpoint; where progress lines go
              seeds: list[int] | None = None, # seeds to train every row with (None: [s.seed])
              workers: int = 1, # runs trained at once, each in its own process at one thread (1: in this process)
@@ -165,35 +184,49 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
         check_writable(out, "--out")  # one line, not a bare OSError, when --out is under a file or read-only
         _check_settings(out, s)
         csv_path = out / "table3.csv"
-        if csv_path.exists() and not csv_path.is_file(): raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
-        if csv_path.is_file() and csv_path.read_text(encoding="utf-8", errors="replace").partition("\n")[0] != ",".join(CSV_FIELDS):
-            raise ValueError(f"{csv_path}, line 1: not the columns of this version's table3.csv ({', '.join(CSV_FIELDS)}); "
+        if csv_path.exists() and not csv_path.is_file():
+            raise ValueError(f"{csv_path}: is not a file; expected the grid's table3.csv")
+        if csv_path.is_file() and csv_path.read_text(encoding="utf-8",
+                                                     errors="replace").partition("\n")[0] != ",".join(CSV_FIELDS):
+            raise ValueError(f"{csv_path}, line 1: not the columns of this version's table3.csv "
+                             f"({', '.join(CSV_FIELDS)}); "
                              "an older grid's file: use another --out")
         lock_run(out, f"run_grid {out}")  # a second grid on this directory is refused: two writers would tear the CSV
         try:
-            try: done = {(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)} if csv_path.is_file() else set()
-            except UnicodeDecodeError as e: raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); expected the grid's table3.csv") from None
-            jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]  # row by row: each row's seeds finish together
-            if len(jobs) < len(names) * len(seeds): log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
+            try:
+                done = ({(r["row"], r["seed"]) for r in read_table(csv_path, repair=True)}
+                        if csv_path.is_file() else set())
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{csv_path}: not UTF-8 text ({e.reason} at byte {e.start}); "
+                                 "expected the grid's table3.csv") from None
+            # row by row: each row's seeds finish together
+            jobs = [(n, k) for n in names for k in seeds if (n, k) not in done]
+            if len(jobs) < len(names) * len(seeds):
+                log(f"{len(names) * len(seeds) - len(jobs)} run(s) already in {csv_path}: skipped")
             if not jobs: return read_table(csv_path)
-            data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)  # the tokenizer, trained once here
-            _check_settings(out, s, write=True, seeds=seeds, workers=workers,  # once the data is ready: a grid that cannot start leaves nothing
+            # the tokenizer, trained once here
+            data = prepare_data(out, s.vocab_size, data_dir, s.n_train, s.n_valid, s.max_len)
+            # once the data is ready: a grid that cannot start leaves nothing
+            _check_settings(out, s, write=True, seeds=seeds, workers=workers,
                             threads_per_run=1 if workers > 1 else torch.get_num_threads())
             (out / "metrics").mkdir(exist_ok=True)
             run_root = Path(run_root or out / "runs")
             def record(name, seed, run_dir, rec):
                 shutil.copyfile(run_dir / "metrics.jsonl", metrics_file(out, name, seed))
-                if (run_dir / RUN_FILE).is_file(): shutil.copyfile(run_dir / RUN_FILE, run_record(out, name, seed))  # where it ran
+                # where it ran
+                if (run_dir / RUN_FILE).is_file(): shutil.copyfile(run_dir / RUN_FILE, run_record(out, name, seed))
                 new = not csv_path.is_file()
                 with open(csv_path, "a", newline="", encoding="utf-8") as f:
                     w = csv.DictWriter(f, CSV_FIELDS)
                     if new: w.writeheader()
                     w.writerow(rec); f.flush(); os.fsync(f.fileno())
                 if not keep_runs: shutil.rmtree(run_dir)
-                log(f"{name:15s} seed {seed}  params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU {rec['dev_bleu']:6.2f}  "
+                log(f"{name:15s} seed {seed}  params {rec['params']:>10,}  dev ppl {rec['dev_ppl']:8.3f}  dev BLEU "
+                    f"{rec['dev_bleu']:6.2f}  "
                     f"train {rec['train_seconds']:7.1f} s  BLEU {rec['bleu_seconds']:5.1f} s")
             if workers == 1:
-                for name, seed in jobs:  # an interrupted run continues from its last checkpoint (saved every tenth of the steps)
+                # an interrupted run continues from its last checkpoint (saved every tenth of the steps)
+                for name, seed in jobs:
                     run_dir = run_root / metrics_file(out, name, seed).stem  # ROW-seedN, as its metrics file
                     record(name, seed, run_dir, train_row(ROWS[name], data, replace(s, seed=seed), run_dir))
             else: _run_parallel(jobs, s, out, data_dir, run_root, workers, record)
@@ -205,15 +238,18 @@ def run_grid(rows: list[str] | None, # row names (None: all of Table 3, in the p
 ROW_FILE = "row.json"  # what a worker process hands back: the run's CSV record
 
 def _row_job(name: str, seed: int, s: dict, out: str, data_dir, run_dir: str):
-    "One (row, seed) in a worker process at one thread; writes its record to run_dir/row.json (exit 130 when stopped by a signal)."
+    """One (row, seed) in a worker process at one thread; writes its record to run_dir/row.json (exit 130 when stopped
+    by a signal)."""
     torch.set_num_threads(1)
-    data = prepare_data(out, s["vocab_size"], data_dir, s["n_train"], s["n_valid"], s["max_len"])  # the grid's saved tokenizer
+    # the grid's saved tokenizer
+    data = prepare_data(out, s["vocab_size"], data_dir, s["n_train"], s["n_valid"], s["max_len"])
     try: rec = train_row(ROWS[name], data, GridSettings(**{**s, "seed": seed}), run_dir)
     except KeyboardInterrupt as e: print(f"run_grid: {e}", file=sys.stderr); sys.exit(130)
     atomic_write(Path(run_dir) / ROW_FILE, json.dumps(rec) + "\n")
 
 def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
-    "Run `jobs` in up to `workers` spawned processes; the parent alone writes the CSV. A signal is passed on to every worker."
+    """Run `jobs` in up to `workers` spawned processes; the parent alone writes the CSV. A signal is passed on to every
+    worker."""
     ctx = mp.get_context("spawn")  # a fresh interpreter per run: no thread pool or signal handler inherited
     running, todo, stop = {}, list(jobs), []
     def on_signal(signum, frame): stop.append(signal.Signals(signum).name)  # what `Stopped.signal` says
@@ -232,8 +268,10 @@ def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
                     if p.is_alive(): os.kill(p.pid, signal.SIGTERM)
                 for p, (name, seed, run_dir) in running.items():
                     p.join()
-                    if p.exitcode == 0 and (run_dir / ROW_FILE).is_file(): record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
-                raise Stopped(f"{stop[0] or 'a worker was stopped'}: {len(running)} unfinished run(s) saved their checkpoints", stop[0])
+                    if p.exitcode == 0 and (run_dir / ROW_FILE).is_file():
+                        record(name, seed, run_dir, json.loads((run_dir / ROW_FILE).read_text(encoding="utf-8")))
+                raise Stopped(f"{stop[0] or 'a worker was stopped'}: {len(running)} unfinished run(s) saved their "
+                              "checkpoints", stop[0])
             mp_wait([p.sentinel for p in running], timeout=1.0)
             for p in [p for p in running if not p.is_alive()]:
                 name, seed, run_dir = running.pop(p); p.join()
@@ -243,7 +281,8 @@ def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
                 else:
                     for q in running: os.kill(q.pid, signal.SIGTERM)
                     for q in running: q.join()
-                    raise TrainingError(f"row {name!r} seed {seed} failed (worker exit code {p.exitcode}; its error is printed above); "
+                    raise TrainingError(f"row {name!r} seed {seed} failed (worker exit code {p.exitcode}; "
+                                        "its error is printed above); "
                                        "finished runs are in the CSV, run again to continue")
     finally:
         for sig, h in old.items(): signal.signal(sig, h)
@@ -251,11 +290,13 @@ def _run_parallel(jobs, s, out, data_dir, run_root, workers, record):
 
 # %% ../nbs/31a_grid.ipynb #f41287d8
 def run_record(grid: str | Path, row: str, seed: int | None) -> Path:
-    "Where a grid keeps one run's `run.json` (its machine, device, command and commit): beside its metrics, ROW-seedN.run.json."
+    """Where a grid keeps one run's `run.json` (its machine, device, command and commit): beside its metrics,
+    ROW-seedN.run.json."""
     return metrics_file(grid, row, seed).with_suffix(".run.json")
 
 def run_hardware(grid: str | Path, row: str, seed: int | None) -> dict | None:
-    "One run's machine (the `hardware` of its `run_record`), or None for a run that kept no run.json (a grid's first GPU runs)."
+    """One run's machine (the `hardware` of its `run_record`), or None for a run that kept no run.json (a grid's first
+    GPU runs)."""
     f = run_record(grid, row, seed)
     return json.loads(f.read_text())["hardware"] if f.is_file() else None
 

@@ -4,32 +4,35 @@
 
 # %% ../nbs/13_inference.ipynb #5e6e5624
 from __future__ import annotations
-import warnings
+import random, warnings
+from collections import Counter
+from typing import Iterable, Iterator
 import torch
 import sacrebleu
 from .model import Transformer
 from .attention import padding_mask
-from .data import SubwordTokenizer
+from .data import SubwordTokenizer, in_chunks
 from .decode import beam_search
 
 # %% auto #0
-__all__ = ['encode_sources', 'translate', 'bleu_scores', 'attention_maps', 'plot_attention', 'plot_attention_lines',
-           'attention_record']
+__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps',
+           'plot_attention', 'plot_attention_lines', 'attention_record']
 
 # %% ../nbs/13_inference.ipynb #8959a43f
 def encode_sources(tokenizer: SubwordTokenizer, lines: list[str], max_len: int, # the model's positional table size
                    too_long: str = "truncate", # "truncate" (with a warning) or "error"
+                   first_line: int = 1, # the number of `lines[0]` in its input (a chunk of a longer one), for messages
                   ) -> list[list[int] | None]: # ids + EOS per line; None for an empty line
     "Tokenize source lines for the model, handling empty and over-long lines."
     if too_long not in ("truncate", "error"): raise ValueError(f"too_long={too_long!r}: expected 'truncate' or 'error'")
     out = []
-    for i, line in enumerate(lines, 1):
+    for i, line in enumerate(lines, first_line):
         if not line.strip(): out.append(None); continue
         ids = tokenizer.encode(line)
         if len(ids) + 1 > max_len:
             msg = f"input line {i}: {len(ids)} tokens + EOS exceed the model's max_len={max_len}"
             if too_long == "error": raise ValueError(msg + "; shorten or split the line (or use too_long='truncate')")
-            warnings.warn(msg + f"; truncated to its first {max_len - 1} tokens")
+            warnings.warn(msg + f"; truncated to its first {max_len - 1} tokens (too_long='error' refuses such lines)")
             ids = ids[: max_len - 1]
         out.append(ids + [tokenizer.eos_id])
     return out
@@ -41,11 +44,13 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str],
               batch_size: int = 64, # sentences per batch (each decodes beam_size rows)
               too_long: str = "truncate", # over-long input lines: "truncate" (with a warning) or "error"
               early_stop: bool = True, # `beam_search`'s stopping rule
-              progress=None, # called with the number of sentences of each batch once it is decoded (e.g. a tqdm bar's `update`)
+              # called with the number of sentences of each batch once it is decoded (e.g. a tqdm bar's `update`)
+              progress=None,
+              first_line: int = 1, # the number of `lines[0]` in its input (a chunk of a longer one), for messages
              ) -> list[str]: # one translation per line, in input order ("" for an empty line)
     "Translate lines with batched beam search; output line i translates input line i."
     dev = next(model.parameters()).device
-    srcs = encode_sources(tokenizer, lines, model.cfg.max_len, too_long)
+    srcs = encode_sources(tokenizer, lines, model.cfg.max_len, too_long, first_line)
     order = sorted((i for i, s in enumerate(srcs) if s is not None), key=lambda i: -len(srcs[i]))
     out = [""] * len(lines)
     for start in range(0, len(order), batch_size):
@@ -60,16 +65,46 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str],
         if progress: progress(len(idx))
     return out
 
+# %% ../nbs/13_inference.ipynb #0e0ac85c
+def translate_chunks(model: Transformer, tokenizer: SubwordTokenizer,
+                     lines: Iterable[str], # source sentences, one per line: a list, a file's lines, an endless stream
+                     chunk: int = 64, # lines read and translated at a time
+                     counts: Counter | None = None, # filled as it goes: the lines and sentences (lines not blank) read
+                     **kw, # `translate`'s settings: beam_size, alpha, max_len_a, max_len_b, batch_size, too_long, ...
+                    ) -> Iterator[list[str]]: # the translations of each chunk, as soon as they are done
+    "`translate`, a chunk of lines at a time: the translations of an endless input start at once, in bounded memory."
+    counts = Counter() if counts is None else counts
+    for part in in_chunks(lines, chunk):
+        out = translate(model, tokenizer, part, first_line=counts["lines"] + 1, **kw)
+        counts.update(lines=len(part), sentences=sum(bool(l.strip()) for l in part))
+        yield out
+
+
 # %% ../nbs/13_inference.ipynb #246af8fa
 def bleu_scores(hyps: list[str], # system output, detokenized, one per line
                 refs: list[str], # one reference per line
                ) -> dict: # bleu, chrf, bleu_tok_lc, with their sacrebleu signatures
     "The headline BLEU (detokenized, cased, sacrebleu's signature), chrF and a tokenized lowercased BLEU."
-    if len(hyps) != len(refs): raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: they must align line by line")
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: they must align line by line")
     res = {}
-    for name, metric in [("bleu", sacrebleu.BLEU()), ("chrf", sacrebleu.CHRF()), ("bleu_tok_lc", sacrebleu.BLEU(lowercase=True))]:
+    for name, metric in [("bleu", sacrebleu.BLEU()), ("chrf", sacrebleu.CHRF()),
+                         ("bleu_tok_lc", sacrebleu.BLEU(lowercase=True))]:
         res[name], res[name + "_signature"] = metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())
     return res
+
+# %% ../nbs/13_inference.ipynb #5c54fcfd
+def toy_sentence(rng: random.Random) -> str: # draws from `rng`, so a seeded one gives the same lines
+    "A line of the toy task: 3 to 8 letters from a to j, separated by spaces."
+    return " ".join(rng.choice("abcdefghij") for _ in range(rng.randint(3, 8)))
+
+def reverse(s: str) -> str:
+    "The toy task's translation of `s`: its words in reverse order."
+    return " ".join(reversed(s.split()))
+
+def pad(seqs: list[list[int]], pad_idx: int = 0) -> torch.Tensor: # (B, L)
+    "Lists of token ids of different lengths as one tensor, each filled up with `pad_idx`."
+    return torch.tensor([s + [pad_idx] * (max(map(len, seqs)) - len(s)) for s in seqs])  # (B, L)
 
 # %% ../nbs/13_inference.ipynb #df8d00f4
 @torch.no_grad()
@@ -85,14 +120,17 @@ def attention_maps(model: Transformer, src: list[int], # source ids, EOS last
             "cross": [w["cross"][0].cpu() for w in dec]}
 
 def _labels(ids, tokenizer, labels):
-    "Axis labels: the given ones, else the tokenizer's pieces with its special tokens named as the book names them (BOS, EOS, PAD)."
+    """Axis labels: the given ones, else the tokenizer's pieces with its special tokens named as the book names them
+    (BOS, EOS, PAD)."""
     if labels is not None: return list(labels)
     if tokenizer is None: return [str(i) for i in ids]
-    special = {tokenizer.bos_id: "BOS", tokenizer.eos_id: "EOS", tokenizer.pad_id: "PAD"}  # sentencepiece's <s>, </s>, <pad>
+    # sentencepiece's <s>, </s>, <pad>
+    special = {tokenizer.bos_id: "BOS", tokenizer.eos_id: "EOS", tokenizer.pad_id: "PAD"}
     return [special.get(i, tokenizer.sp.id_to_piece(i)) for i in ids]
 
 # %% ../nbs/13_inference.ipynb #4552fe42
-def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source ids (EOS last), decoder input (BOS first)
+def plot_attention(model: Transformer, src: list[int],
+                   tgt: list[int], # source ids (EOS last), decoder input (BOS first)
                    kind: str = "cross", # "encoder", "self" or "cross"
                    layer: int = -1, # which layer (negative counts from the last)
                    tokenizer: SubwordTokenizer | None = None, # labels from its pieces ...
@@ -101,7 +139,8 @@ def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source 
                    ncols: int = 2):
     "Heatmaps of one layer's attention, one panel per head: queries on y, keys on x, labelled by their tokens."
     import matplotlib.pyplot as plt  # here, not at the top: the command-line scripts start without it
-    if kind not in ("encoder", "self", "cross"): raise ValueError(f"kind={kind!r}: expected 'encoder', 'self' or 'cross'")
+    if kind not in ("encoder", "self", "cross"):
+        raise ValueError(f"kind={kind!r}: expected 'encoder', 'self' or 'cross'")
     w = attention_maps(model, src, tgt)[kind][layer]  # (H, Tq, Tk)
     xs, ys = _labels(src, tokenizer, src_labels), _labels(tgt, tokenizer, tgt_labels)
     qlab, klab = {"encoder": (xs, xs), "self": (ys, ys), "cross": (ys, xs)}[kind]
@@ -109,16 +148,18 @@ def plot_attention(model: Transformer, src: list[int], tgt: list[int], # source 
     ncols = min(ncols, len(heads))
     nrows = -(-len(heads) // ncols)
     side = 7 / ncols  # the docs column is about 7 inches: panels share it, and the labels keep their 9 points
-    fig, axes = plt.subplots(nrows, ncols, figsize=(7, side * min(1.5, max(0.6, len(qlab) / len(klab))) * nrows + 0.4), squeeze=False,
-                             layout="constrained")  # leaves room for the colour bar
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7, side * min(1.5, max(0.6, len(qlab) / len(klab))) * nrows + 0.4),
+                             squeeze=False, layout="constrained")  # leaves room for the colour bar
     for ax, h in zip(axes.flat, heads):
         im = ax.imshow(w[h].numpy(), cmap="viridis", vmin=0, vmax=1)
-        ax.set_xticks(range(len(klab)), klab, rotation=90, fontsize=9); ax.set_yticks(range(len(qlab)), qlab, fontsize=9)
+        ax.set_xticks(range(len(klab)), klab, rotation=90, fontsize=9)
+        ax.set_yticks(range(len(qlab)), qlab, fontsize=9)
         ax.set_title(f"head {h}", fontsize=10)
     for ax in list(axes.flat)[len(heads):]: ax.axis("off")
     cbar = fig.colorbar(im, ax=axes, shrink=0.8, aspect=30)  # one scale for every panel: a weight from 0 to 1
     cbar.set_label("attention weight", fontsize=9); cbar.ax.tick_params(labelsize=9)
-    fig.suptitle(f"{kind} attention, layer {layer % len(model.decoder.layers)}: queries (y) attend to keys (x)", fontsize=10)
+    fig.suptitle(f"{kind} attention, layer {layer % len(model.decoder.layers)}: queries (y) attend to keys (x)",
+                 fontsize=10)
     return fig
 
 # %% ../nbs/13_inference.ipynb #03444d69
@@ -126,13 +167,15 @@ def plot_attention_lines(model: Transformer, src: list[int], tgt: list[int], kin
                          tokenizer: SubwordTokenizer | None = None, src_labels: list[str] | None = None,
                          tgt_labels: list[str] | None = None, heads: list[int] | None = None,
                          query: int | None = None): # only this query position (default: all)
-    "The appendix figures' style: query tokens on top, key tokens below, a line per (query, key, head) weighted by attention."
+    """The appendix figures' style: query tokens on top, key tokens below, a line per (query, key, head) weighted by
+    attention."""
     w = attention_maps(model, src, tgt)[kind][layer]  # (H, Tq, Tk)
     xs, ys = _labels(src, tokenizer, src_labels), _labels(tgt, tokenizer, tgt_labels)
     qlab, klab = {"encoder": (xs, xs), "self": (ys, ys), "cross": (ys, xs)}[kind]
     heads = list(range(w.size(0))) if heads is None else heads
     import matplotlib.pyplot as plt  # here, not at the top: the command-line scripts start without it
-    fig, ax = plt.subplots(figsize=(min(7, 0.6 * max(len(qlab), len(klab)) + 1), 2.8))  # at most the docs column's 7 inches
+    # at most the docs column's 7 inches
+    fig, ax = plt.subplots(figsize=(min(7, 0.6 * max(len(qlab), len(klab)) + 1), 2.8))
     colors = plt.cm.tab10.colors
     for n, h in enumerate(heads):
         for i in ([query] if query is not None else range(len(qlab))):
@@ -141,7 +184,8 @@ def plot_attention_lines(model: Transformer, src: list[int], tgt: list[int], kin
     for i, t in enumerate(qlab): ax.text(i, 1.05, t, ha="center", va="bottom", rotation=90, fontsize=9)
     for j, t in enumerate(klab): ax.text(j, -0.05, t, ha="center", va="top", rotation=90, fontsize=9)
     ax.set_ylim(-0.7, 1.8); ax.axis("off")
-    ax.set_title(f"{kind} attention, layer {layer % len(model.decoder.layers)}, heads {heads}: queries (top) -> keys (bottom)", fontsize=9)
+    ax.set_title(f"{kind} attention, layer {layer % len(model.decoder.layers)}, heads {heads}: "
+                 "queries (top) -> keys (bottom)", fontsize=9)
     return fig
 
 # %% ../nbs/13_inference.ipynb #f4b3f4e6

@@ -4,84 +4,104 @@
 
 # %% ../nbs/23a_model_kinds.ipynb #b666d648
 from __future__ import annotations
-import functools, importlib
 from dataclasses import dataclass
 from typing import Callable
 import torch.nn as nn
 from .config import TransformerConfig
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
-from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_parse, check_vocab_sizes
+from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_parse
+from .chart import check_vocab_sizes
 from .data import SubwordTokenizer
 from .loss import SequenceObjective
+from .inference import translate
+from .parser import ParsingVocab, parse, max_words, check_parsing_vocab
 
 # %% auto #0
-__all__ = ['KINDS', 'TRANSLATE', 'TRANSFORMER', 'RNN', 'SEQ2SEQ_PARSER', 'CHART', 'ModelKind', 'register', 'kind_named',
-           'kind_of', 'kind_of_model']
+__all__ = ['TRANSFORMER', 'RNN', 'SEQ2SEQ_PARSER', 'CHART', 'KINDS', 'ModelKind', 'register', 'kind_named', 'kind_of',
+           'kind_of_model']
 
 # %% ../nbs/23a_model_kinds.ipynb #0752e5b1
 def _is_a(obj, cls: type, exact: bool = False) -> bool:
-    """Whether `obj` is a `cls` (exactly, or a subclass), by qualified name: a notebook that runs its own exported cells defines
-    its own copy of a class, which is still that class."""
+    """Whether `obj` is a `cls` (exactly, or a subclass), by qualified name: a notebook that runs its own exported cells
+    defines its own copy of a class, which is still that class."""
     same = lambda c: c.__qualname__ == cls.__qualname__
     return same(type(obj)) if exact else any(same(c) for c in type(obj).__mro__)
 
-def _resolve(f):
-    "A class or callable, or one named `'package.module:name.attr'` (imported now, when first used)."
-    if not isinstance(f, str): return f
-    module, name = f.split(":")
-    return functools.reduce(getattr, name.split("."), importlib.import_module(module))
-
 @dataclass(frozen=True)
 class ModelKind:
-    "One kind of model: its config, how it is built, what it reads and writes, the command that serves it, its tokenizer and objective."
+    """One kind of model: its config, how it is built, what it reads and writes, the command that serves it, its
+    tokenizer and objective."""
     name: str  # stored in every checkpoint (`Checkpoint.kind`)
     config: type  # its config dataclass
     build: Callable[..., nn.Module]  # config -> a freshly initialized model
     reads: str  # "text" (sentences in, sentences out), "words" (a sentence in, a tree out) or "ids" (token ids)
     command: str = ""  # the command that serves it ("at-translate", "at-parse"; "" none)
-    tokenizer: type | str | None = None  # its tokenizer's class (with `from_state_dict`); None: token ids only
-    objective: Callable | str = SequenceObjective.from_config  # (model_config, tokenizer) -> what the trainer minimises (default: the §5.4 loss)
+    tokenizer: type | None = None  # its tokenizer's class (with `from_state_dict`); None: token ids only
+    # (model_config, tokenizer) -> what the trainer minimises (default: the §5.4 loss)
+    objective: Callable = SequenceObjective.from_config
     label: str = ""  # what a reader calls it, in messages ("" = its name)
-    decode: Callable | str | None = None  # (model, tokenizer, inputs, **options) -> its outputs: translations, or (tree, repairs) pairs
-    longest: Callable | str | None = None  # model -> the longest input, in words, it takes (None: no limit of its own)
-    check: Callable | str | None = None  # (config, tokenizer) -> None, a `ValueError` where their sizes disagree (None: no check)
+    # (model, tokenizer, inputs, **options) -> its outputs: translations, or (tree, repairs) pairs
+    decode: Callable | None = None
+    longest: Callable | None = None  # model -> the longest input, in words, it takes (None: no limit of its own)
+    # (config, tokenizer) -> None, a `ValueError` where their sizes disagree (None: no check)
+    check: Callable | None = None
     ensemble: bool = False  # whether several models of this kind decode together (a list of them, with one tokenizer)
+
+    def serves(self, command: str) -> bool:
+        "Whether `command` (at-translate, at-parse) serves models of this kind."
+        return bool(command) and command == self.command
 
     def restore_tokenizer(self, state: dict | None):
         "The tokenizer a checkpoint stored, or None where it stored none."
-        return None if state is None or self.tokenizer is None else _resolve(self.tokenizer).from_state_dict(state)
+        return None if state is None or self.tokenizer is None else self.tokenizer.from_state_dict(state)
 
     def fits(self, cfg, tokenizer=None) -> bool:
         "Whether a model of this config, with this tokenizer (None: none), is of this kind."
-        return _is_a(cfg, self.config, exact=True) and (tokenizer is None or (self.tokenizer is not None and _is_a(tokenizer, _resolve(self.tokenizer))))
+        return (_is_a(cfg, self.config, exact=True)
+                and (tokenizer is None or (self.tokenizer is not None and _is_a(tokenizer, self.tokenizer))))
 
     def make_objective(self, model_config, tokenizer):
-        "The trainer's objective for a model of this kind, config and tokenizer (`SequenceObjective` unless the kind names its own)."
-        return _resolve(self.objective)(model_config, tokenizer)
+        """The trainer's objective for a model of this kind, config and tokenizer (`SequenceObjective` unless the kind
+        names its own)."""
+        return self.objective(model_config, tokenizer)
 
     def run(self, model, tokenizer, inputs: list, **options) -> list:
-        "Decode `inputs` with a model of this kind (an ensemble: a list of them): what the command that serves it prints."
+        """Decode `inputs` with a model of this kind (an ensemble: a list of them): what the command that serves it
+        prints."""
         if self.decode is None: raise TypeError(f"a {self.label or self.name} model has no decoding registered")
-        return _resolve(self.decode)(model, tokenizer, inputs, **options)
+        return self.decode(model, tokenizer, inputs, **options)
 
     def max_input(self, model) -> int | None:
         "The longest input, in words, this model (an ensemble: its shortest member) takes; None: no limit of its own."
         if self.longest is None: return None
         models = model if isinstance(model, (list, tuple)) else [model]
-        return min(_resolve(self.longest)(m) for m in models)
+        return min(self.longest(m) for m in models)
 
     def check_tokenizer(self, config, tokenizer):
         "Refuse a tokenizer whose sizes are not the model's: a `ValueError` saying which (nothing to check: no error)."
-        if self.check is not None and tokenizer is not None: _resolve(self.check)(config, tokenizer)
+        if self.check is not None and tokenizer is not None: self.check(config, tokenizer)
+
+    def load(self, config, weights: dict) -> nn.Module:
+        "A model of this kind and config holding `weights`; a `ValueError` names the first weight that does not fit it."
+        if (n := getattr(config, "n_layers", 0)) > len(weights):  # a layer holds a tensor or more: before building
+            raise ValueError(f"n_layers={n}, but the weights are {len(weights)} tensors, fewer than one per layer")
+        model = self.build(config)
+        want = model.state_dict()
+        for k in [*want, *(k for k in weights if k not in want)]:
+            if k not in weights or k not in want:
+                raise ValueError(f"{k} is in the {'model' if k in want else 'weights'} only")
+            if want[k].shape != weights[k].shape:
+                raise ValueError(f"{k} is {list(weights[k].shape)} in the weights, {list(want[k].shape)} in the model")
+        model.load_state_dict(weights)
+        return model
 
 # %% ../nbs/23a_model_kinds.ipynb #74a72742
-KINDS: dict[str, ModelKind] = {}
-
 def register(kind: ModelKind) -> ModelKind:
-    "Add a kind to the registry (a name already taken is an error: one name, one kind)."
+    "Add a kind to `KINDS` at run time, as a test's toy kind (a name already taken is an error: one name, one kind)."
     if not isinstance(kind, ModelKind): raise TypeError(f"register takes a ModelKind, not {type(kind).__name__}")
-    if kind.name in KINDS and KINDS[kind.name] != kind: raise ValueError(f"model kind {kind.name!r} is already registered")
+    if kind.name in KINDS and KINDS[kind.name] != kind:
+        raise ValueError(f"model kind {kind.name!r} is already registered")
     KINDS[kind.name] = kind
     return kind
 
@@ -96,7 +116,8 @@ def kind_of(cfg, # a model's config
     "The kind of a model with this config and tokenizer: the first registered that `fits` them."
     for k in KINDS.values():
         if k.fits(cfg, tokenizer): return k
-    raise TypeError(f"no registered model kind has the config {type(cfg).__name__}" + (f" and a {type(tokenizer).__name__}" if tokenizer is not None else "")
+    raise TypeError(f"no registered model kind has the config {type(cfg).__name__}"
+                    + (f" and a {type(tokenizer).__name__}" if tokenizer is not None else "")
                     + f"; known: {', '.join(KINDS)}")
 
 def kind_of_model(model, # a built model, or an ensemble (a list of models of one kind)
@@ -110,20 +131,22 @@ def _chart_objective(model_config: ChartConfig, tokenizer: ChartVocab) -> ChartO
     return ChartObjective(tokenizer, model_config.loss, model_config.tag_loss)
 
 def _chart_decode(model, vocab: ChartVocab, sentences: list[list[str]], batch_size: int = 64, **beam_options) -> list:
-    "`chart_parse` as a parser's decoding: (tree, repairs) pairs, never repaired (CKY always builds a tree); beam options do not apply."
+    """`chart_parse` as a parser's decoding: (tree, repairs) pairs, never repaired (CKY always builds a tree); beam
+    options do not apply."""
     return [(t, []) for t in chart_parse(model, vocab, sentences, batch_size=batch_size)]
 
 def _chart_longest(model: ChartParser) -> int: return model.cfg.max_len - 2  # its positions, less BOS and EOS
 
-TRANSLATE = "annotated_transformer.inference:translate"
-TRANSFORMER = register(ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
-                                 tokenizer=SubwordTokenizer, label="Transformer translator", decode=TRANSLATE))
-RNN = register(ModelKind("rnn", RNNConfig, make_rnn, reads="text", command="at-translate", tokenizer=SubwordTokenizer,
-                         label="recurrent translator", decode=TRANSLATE))
-SEQ2SEQ_PARSER = register(ModelKind("seq2seq-parser", TransformerConfig, make_model, reads="words", command="at-parse",
-                                    tokenizer="annotated_transformer.parser:ParsingVocab", label="sequence-to-sequence parser",
-                                    decode="annotated_transformer.parser:parse", longest="annotated_transformer.parser:max_words",
-                                    check="annotated_transformer.parser:check_parsing_vocab"))
-CHART = register(ModelKind("chart", ChartConfig, ChartParser, reads="words", command="at-parse", tokenizer=ChartVocab,
-                           objective=_chart_objective, label="chart parser", decode=_chart_decode, longest=_chart_longest,
-                           check=check_vocab_sizes, ensemble=True))
+TRANSFORMER = ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
+                        tokenizer=SubwordTokenizer, label="Transformer translator", decode=translate)
+RNN = ModelKind("rnn", RNNConfig, make_rnn, reads="text", command="at-translate", tokenizer=SubwordTokenizer,
+                label="recurrent translator", decode=translate)
+SEQ2SEQ_PARSER = ModelKind("seq2seq-parser", TransformerConfig, make_model, reads="words", command="at-parse",
+                           tokenizer=ParsingVocab, label="sequence-to-sequence parser", decode=parse, longest=max_words,
+                           check=check_parsing_vocab)
+CHART = ModelKind("chart", ChartConfig, ChartParser, reads="words", command="at-parse", tokenizer=ChartVocab,
+                  objective=_chart_objective, label="chart parser", decode=_chart_decode, longest=_chart_longest,
+                  check=check_vocab_sizes, ensemble=True)
+
+# the order kind_of tries them in
+KINDS: dict[str, ModelKind] = {k.name: k for k in (TRANSFORMER, RNN, SEQ2SEQ_PARSER, CHART)}

@@ -16,7 +16,8 @@ from .decode import greedy_decode
 from .copy_task import copy_accuracy
 from .checkpoint import Checkpoint, CheckpointError, check_new_run, load_checkpoint
 from .kinds import kind_of
-from .runs import hardware, lock_run, unlock_run  # hardware: the machine, in the copy task's results.json
+# hardware: the machine, in the copy task's results.json
+from .runs import hardware, lock_run, unlock_run
 from .train import Trainer, seed_everything
 from .distributed import init_distributed, cleanup_distributed
 from .tasks import TASKS, DataSpec
@@ -29,13 +30,15 @@ __all__ = ['SIGNAL_EXIT', 'resume_point', 'sample_report', 'write_copy_results',
 def resume_point(task: str, # the task being trained
                  run_dir: str | Path, # its run directory
                 ) -> Checkpoint | None:
-    "The checkpoint `--resume` continues from, read before anything is touched; one of another task is an error naming both."
+    """The checkpoint `--resume` continues from, read before anything is touched; one of another task is an error naming
+    both."""
     ck = load_checkpoint(run_dir, run_may_be_empty=True) if Path(run_dir).is_dir() else None
-    if ck is None: return check_new_run(run_dir, resuming=True)  # None, unless a best.pt alone is there to be overwritten
+    # None, unless a best.pt alone is there to be overwritten
+    if ck is None: return check_new_run(run_dir, resuming=True)
     was = ck.task
     if was and was != task:
-        raise CheckpointError(f"{ck.path} was written by `at-train {was}`, and this command trains {task}: resume it with "
-                              f"`at-train {was} --resume`, or give {task} another --run-dir")
+        raise CheckpointError(f"{ck.path} was written by `at-train {was}`, and this command trains {task}: "
+                              f"resume it with `at-train {was} --resume`, or give {task} another --run-dir")
     return ck
 
 # %% ../nbs/30_launch.ipynb #10b3b92d
@@ -55,9 +58,12 @@ def sample_report(trainer, spec, tok, val_loader) -> dict:
     return {}
 
 def write_copy_results(trainer, out: dict, report: dict, seconds: float, cpu_seconds: float) -> Path:
-    "Write `run_dir/results.json` of a copy-task run: accuracy, time, precision and the machine (the README's copy row)."
-    results = dict(task="copy", **report, steps=trainer.step, final_loss=out.get("loss"), train_seconds=round(seconds, 1),
-                   train_cpu_seconds=round(cpu_seconds, 1), precision=trainer.cfg.precision, threads=torch.get_num_threads(),
+    """Write `run_dir/results.json` of a copy-task run: accuracy, time, precision and the machine (the README's copy
+    row)."""
+    results = dict(task="copy", **report, steps=trainer.step, final_loss=out.get("loss"),
+                   train_seconds=round(seconds, 1),
+                   train_cpu_seconds=round(cpu_seconds, 1), precision=trainer.cfg.precision,
+                   threads=torch.get_num_threads(),
                    hardware=hardware(), config=asdict(trainer.model.cfg), checkpoint=out["checkpoint"])
     path = Path(trainer.cfg.run_dir) / "results.json"
     atomic_write(path, json.dumps(results, indent=1) + "\n")
@@ -68,15 +74,21 @@ SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}  # the shell's 128 + signal number
 def closing_lines(trainer, out: dict, report: dict, seconds: float, cpu_seconds: float, results: Path | None = None):
     "The closing lines of every `at-train` task: time, CPU time, threads, precision, then the final metrics in words."
     n = torch.get_num_threads()
-    print(f"trained {out.get('step', trainer.step)} steps in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, {n} thread{'s' * (n != 1)}, "
+    print(f"trained {out.get('step', trainer.step)} steps in {seconds:.0f} s ({cpu_seconds:.0f} s CPU time, "
+          f"{n} thread{'s' * (n != 1)}, "
           f"{trainer.cfg.precision}, {trainer.world_size} process{'es' * (trainer.world_size != 1)})")
-    unit = getattr(trainer.objective, "unit", "per sentence")  # what its loss is a mean over (the chart parser's: sentences)
+    # what its loss is a mean over (the chart parser's: sentences)
+    unit = getattr(trainer.objective, "unit", "per sentence")
     words = [f"training loss {out['loss']:.4f} {unit}"] if "loss" in out else []
     if "val_f1" in out: words.append(f"dev F1 {out['val_f1']:.2f} (EVALB, all {out['val_sentences']} sentences)")
-    if trainer.best: words.append(f"best {trainer.best['metric']} {trainer.best['value']:.2f} at step {trainer.best['step']} (best.pt)")
+    if trainer.best:
+        words.append(f"best {trainer.best['metric']} {trainer.best['value']:.2f} at step {trainer.best['step']} "
+                     "(best.pt)")
     if "val_loss" in out:
-        words.append(f"validation loss {out['val_loss']:.4f}, cross-entropy {out['val_nll']:.4f}, perplexity {out['val_ppl']:.2f}")
-    if "exact_match" in report: words.append(f"exact match {report['exact_match']:.1%} on {report['n_eval']} fresh sequences")
+        words.append(f"validation loss {out['val_loss']:.4f}, cross-entropy {out['val_nll']:.4f}, "
+                     f"perplexity {out['val_ppl']:.2f}")
+    if "exact_match" in report:
+        words.append(f"exact match {report['exact_match']:.1%} on {report['n_eval']} fresh sequences")
     print("final: " + ("; ".join(words) or "no metrics logged"))
     print(f"checkpoint {out.get('checkpoint')}" + (f"; results in {results}" if results else ""))
 
@@ -90,13 +102,15 @@ def run_task(task: str, # a name of `TASKS`
     "Train `task` in `tcfg.run_dir` (resuming if asked), then report; the exit status of `at-train`."
     if task not in TASKS: raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
-    with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():  # lock_run creates it; a run that fails before writing anything leaves none
+    # lock_run creates it; a run that fails before writing anything leaves none
+    with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():
         if first: lock_run(tcfg.run_dir, command)  # a second at-train on this run directory is refused, naming this one
         try:
-            resume = resume_point(task, tcfg.run_dir) if tcfg.resume else check_new_run(tcfg.run_dir)  # None, or refused before the data is built
+            # None, or refused before the data is built
+            resume = resume_point(task, tcfg.run_dir) if tcfg.resume else check_new_run(tcfg.run_dir)
             if resume and (resume.step or 0) >= tcfg.max_steps:  # a finished run: said, and left as it is
-                print(f"{resume.path}: the run already reached step {resume.step} of --max-steps {tcfg.max_steps}; nothing to do "
-                      "(raise --max-steps to train further)", flush=True)
+                print(f"{resume.path}: the run already reached step {resume.step} of --max-steps {tcfg.max_steps}; "
+                      "nothing to do (raise --max-steps to train further)", flush=True)
                 return 0
             return _run_locked(task, mcfg, tcfg, spec, command, resume.tokenizer if resume else None)
         finally:
@@ -106,7 +120,8 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
         seed_everything(tcfg.seed)
-        data = TASKS[task].build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)  # the task's own data builder
+        # the task's own data builder
+        data = TASKS[task].build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
         kind = kind_of(data.model_config, data.tokenizer)  # the Transformer, the RNN with --model rnn, or either parser
         model = kind.build(data.model_config)
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights

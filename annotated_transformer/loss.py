@@ -12,8 +12,7 @@ from torch import Tensor
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['smooth_targets', 'label_smoothed_cross_entropy', 'LabelSmoothingLoss', 'chunked_label_smoothed_cross_entropy',
-           'ChunkedLabelSmoothingLoss', 'HiddenStates', 'SequenceObjective']
+__all__ = ['smooth_targets', 'label_smoothed_cross_entropy', 'LabelSmoothingLoss', 'chunked_label_smoothed_cross_entropy', 'ChunkedLabelSmoothingLoss', 'HiddenStates', 'SequenceObjective']
 
 # %% ../nbs/09_loss.ipynb #b2c4f455
 def smooth_targets(target: Tensor, # class indices (...)
@@ -36,7 +35,8 @@ def label_smoothed_cross_entropy(logits: Tensor, # (B, T, V), any float dtype; c
                                  pad_idx: int | None = 0, # target id to ignore; None ignores nothing
                                  reduction: str = "mean", # "mean" over non-pad tokens, "sum", or "none" (B, T)
                                 ) -> Tensor:
-    "Cross-entropy against the smoothed target, ignoring padding; equals `F.cross_entropy(..., label_smoothing=eps, ignore_index=pad_idx)`."
+    """Cross-entropy against the smoothed target, ignoring padding; equals `F.cross_entropy(..., label_smoothing=eps,
+    ignore_index=pad_idx)`."""
     _check_loss_args(logits, target, label_smoothing, reduction)
     eps = label_smoothing
     logp = logits.float().log_softmax(dim=-1)  # (B, T, V) in fp32
@@ -77,9 +77,10 @@ class LabelSmoothingLoss(nn.Module):
 
     def extra_repr(self) -> str: return f"label_smoothing={self.label_smoothing}, pad_idx={self.pad_idx}"
 
-# %% ../nbs/09_loss.ipynb #02afe2d6
+# %% ../nbs/27b_loss_at_scale.ipynb #02afe2d6
 class _ChunkedGeneratorLoss(torch.autograd.Function):
-    "Generator projection + label-smoothed cross-entropy over row chunks; the gradients are computed on the way forward."
+    """Generator projection + label-smoothed cross-entropy over row chunks; the gradients are computed on the way
+    forward."""
     @staticmethod
     def forward(ctx, h, weight, bias, target, eps, pad_idx, chunk_size, need_grad):
         cdt = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
@@ -87,7 +88,8 @@ class _ChunkedGeneratorLoss(torch.autograd.Function):
         loss = torch.zeros((), dtype=torch.float32, device=h.device)
         grad_h = torch.empty_like(h) if need_grad else None  # (N, D)
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if need_grad else None  # (V, D)
-        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=h.device) if need_grad and bias is not None else None
+        grad_b = (torch.zeros(bias.shape, dtype=torch.float32, device=h.device)
+                  if need_grad and bias is not None else None)
         for i in range(0, h.size(0), chunk_size):
             h_c, y = h[i:i + chunk_size].to(cdt), target[i:i + chunk_size]  # (n, D), (n,)
             logp = F.linear(h_c, w, b).float().log_softmax(-1)  # (n, V) fp32: the only (n, V) tensor alive
@@ -113,7 +115,7 @@ class _ChunkedGeneratorLoss(torch.autograd.Function):
         return (grad_h * grad_loss.to(grad_h.dtype), (grad_w * grad_loss).to(ctx.dtypes[0]),
                 None if grad_b is None else (grad_b * grad_loss).to(ctx.dtypes[1]), None, None, None, None, None)
 
-# %% ../nbs/09_loss.ipynb #b978e7b0
+# %% ../nbs/27b_loss_at_scale.ipynb #b978e7b0
 def chunked_label_smoothed_cross_entropy(hidden: Tensor, # (B, T, D) decoder output, before the generator
                                          generator: nn.Linear, # the pre-softmax projection D -> V
                                          target: Tensor, # (B, T) class indices
@@ -134,9 +136,10 @@ def chunked_label_smoothed_cross_entropy(hidden: Tensor, # (B, T, D) decoder out
     return _ChunkedGeneratorLoss.apply(hidden.flatten(0, -2), w, b, target.flatten(), label_smoothing, pad_idx,
                                        chunk_size, need_grad)
 
-# %% ../nbs/09_loss.ipynb #5d451c18
+# %% ../nbs/27b_loss_at_scale.ipynb #5d451c18
 class ChunkedLabelSmoothingLoss(LabelSmoothingLoss):
-    "`LabelSmoothingLoss` of the generator's output, computed from the hidden states in row chunks: returns `(loss_sum, n_tokens)`."
+    """`LabelSmoothingLoss` of the generator's output, computed from the hidden states in row chunks: returns
+    `(loss_sum, n_tokens)`."""
     def __init__(self, label_smoothing: float = 0.1, # epsilon_ls (the paper: 0.1)
                  pad_idx: int | None = 0, # target id to ignore; None ignores nothing
                  chunk_size: int = 1024): # rows per chunk: at most (chunk_size, V) fp32 logits exist at once
@@ -154,7 +157,7 @@ class ChunkedLabelSmoothingLoss(LabelSmoothingLoss):
 
     def extra_repr(self) -> str: return f"{super().extra_repr()}, chunk_size={self.chunk_size}"
 
-# %% ../nbs/09_loss.ipynb #10abdb37
+# %% ../nbs/27b_loss_at_scale.ipynb #10abdb37
 class HiddenStates(nn.Module):
     "A model up to its generator: `forward` returns the decoder's hidden states (B, T, D), for the chunked loss."
     def __init__(self, model: nn.Module): # a `Transformer` (or any model with `encode`, `decode` and `generator`)
@@ -166,16 +169,19 @@ class HiddenStates(nn.Module):
         return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
 
 
-# %% ../nbs/09_loss.ipynb #5e90b1e2
+# %% ../nbs/27b_loss_at_scale.ipynb #5e90b1e2
 class SequenceObjective:
-    "What the `Trainer` computes for a sequence-to-sequence model: the loss of §5.4 summed over target tokens; validation loss, cross-entropy and perplexity per target token."
+    """What the `Trainer` computes for a sequence-to-sequence model: the loss of §5.4 summed over target tokens;
+    validation loss, cross-entropy and perplexity per target token."""
     unit = "per target token (label-smoothed)"  # what the training loss is a mean over
     def __init__(self, label_smoothing: float = 0.1, # epsilon_ls (the model config's `label_smoothing`)
                  pad_idx: int = 0, # target padding: neither counted nor scored
-                 chunked: bool = True): # True: `ChunkedLabelSmoothingLoss` on the hidden states; False: `LabelSmoothingLoss` on the logits
+                 # True: `ChunkedLabelSmoothingLoss` on the hidden states; False: `LabelSmoothingLoss` on the logits
+                 chunked: bool = True):
         self.criterion, self.pad_idx, self.generator = LabelSmoothingLoss(label_smoothing, pad_idx), pad_idx, None
         self.chunked_criterion = ChunkedLabelSmoothingLoss(label_smoothing, pad_idx) if chunked else None
-        self.eager = None if chunked else "the readable loss runs as it is written"  # why compile "auto" keeps it eager (None: it may compile)
+        # why compile "auto" keeps it eager (None: it may compile)
+        self.eager = None if chunked else "the readable loss runs as it is written"
 
     @classmethod
     def from_config(cls, model_config, tokenizer=None, chunked: bool = True) -> SequenceObjective:
@@ -187,31 +193,38 @@ class SequenceObjective:
     trial_loss = None  # the precision and compile trials time their own step of this loss (the chunked one)
 
     def net(self, model: nn.Module) -> nn.Module:
-        "What the trainer runs forward (and wraps in DDP, or compiles): the model up to its generator for the chunked loss, else the model."
+        """What the trainer runs forward (and wraps in DDP, or compiles): the model up to its generator for the chunked
+        loss, else the model."""
         self.generator = model.generator  # the chunked loss applies it outside the forward pass
         return model if self.chunked_criterion is None else HiddenStates(model)
 
     def loss(self, net, batch) -> Tensor:
-        "The loss summed over the batch's target tokens (fp32); `net` is what `net(model)` returned (or the model itself, readable)."
-        out = net(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)  # (B, T, D) or (B, T, V)
+        """The loss summed over the batch's target tokens (fp32); `net` is what `net(model)` returned (or the model
+        itself, readable)."""
+        # (B, T, D) or (B, T, V)
+        out = net(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
         if self.chunked_criterion is None: return self.criterion(out, batch.tgt_out)[0]
-        if self.generator is None: raise RuntimeError("the chunked loss needs the model's generator: call net(model) first")
+        if self.generator is None:
+            raise RuntimeError("the chunked loss needs the model's generator: call net(model) first")
         return self.chunked_criterion(out, self.generator, batch.tgt_out)[0]
 
-# %% ../nbs/09_loss.ipynb #5e90b1e7
+# %% ../nbs/27b_loss_at_scale.ipynb #5e90b1e7
 @patch
 def eval_sums(self: SequenceObjective, model: nn.Module, batch) -> Tensor:
     "Label-smoothed loss, cross-entropy and target tokens of the batch, summed (fp64, on the batch's device)."
-    logits = model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)  # (B, T, V), in the caller's autocast
+    # (B, T, V), in the caller's autocast
+    logits = model(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
     with torch.autocast(logits.device.type, enabled=False):  # the losses in fp32
         s, n = self.criterion(logits, batch.tgt_out)
-        nll = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.pad_idx, reduction="sum")
+        nll = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.pad_idx,
+                              reduction="sum")
     return torch.stack([s.double(), nll.double(), n.double()])
 
-# %% ../nbs/09_loss.ipynb #3584594e
+# %% ../nbs/27b_loss_at_scale.ipynb #3584594e
 @patch
 def eval_metrics(self: SequenceObjective, sums: Tensor) -> dict:
-    "Per target token: `val_loss` (label-smoothed), `val_nll` (cross-entropy), `val_ppl` (its exponential); `val_tokens`."
+    """Per target token: `val_loss` (label-smoothed), `val_nll` (cross-entropy), `val_ppl` (its exponential);
+    `val_tokens`."""
     loss, nll, n = sums.tolist()
     if n == 0: raise ValueError("the validation loader has no target tokens")
     return dict(val_loss=loss / n, val_nll=nll / n, val_ppl=math.exp(min(nll / n, 50)), val_tokens=n)

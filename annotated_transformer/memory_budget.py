@@ -18,15 +18,18 @@ def max_tokens_for_memory(model: nn.Module, # the model to train, already on its
                           max_tokens: int, # the configured budget: returned as is on a CPU
                           precision: str = "bf16", # autocast of the trial steps ("fp32", "bf16", "fp16")
                           fraction: float = 0.8, # of the GPU's total memory the peak may use
-                          seq_len: int = 128, # source and target length of the trial sentences (at most the model's max_len)
+                          # source and target length of the trial sentences (at most the model's max_len)
+                          seq_len: int = 128,
                           start: int = 4096, # first budget tried; doubled while it fits
                           limit: int = 1 << 20, # largest budget tried
                          ) -> int: # tokens per micro-batch (each side, padding included)
-    "The largest power-of-two multiple of `start` tokens whose training step fits in `fraction` of the GPU's memory; `max_tokens` on a CPU."
+    """The largest power-of-two multiple of `start` tokens whose training step fits in `fraction` of the GPU's memory;
+    `max_tokens` on a CPU."""
     device = next(model.parameters()).device
     if device.type != "cuda": return max_tokens
     if not 0 < fraction <= 1: raise ValueError(f"fraction={fraction}: expected a value in (0, 1]")
-    seq_len = min(seq_len, getattr(model.cfg, "max_len", seq_len))  # a longer trial sentence would overrun the positional table
+    # a longer trial sentence would overrun the positional table
+    seq_len = min(seq_len, getattr(model.cfg, "max_len", seq_len))
     total = torch.cuda.get_device_properties(device).total_memory
     adam = 2 * sum(p.numel() * 4 for p in model.parameters())  # exp_avg and exp_avg_sq, fp32
     crit, net, cfg = ChunkedLabelSmoothingLoss(0.1, model.cfg.pad_idx), HiddenStates(model), model.cfg

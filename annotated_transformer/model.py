@@ -107,7 +107,8 @@ class TransformerConfig:
         check_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "d_ff", "n_heads", "n_layers", "max_len"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: expected a positive integer")
-        if self.d_k is not None and self.d_k < 1: raise ValueError(f"d_k={self.d_k}: expected a positive integer or None")
+        if self.d_k is not None and self.d_k < 1:
+            raise ValueError(f"d_k={self.d_k}: expected a positive integer or None")
         for name in ("dropout", "label_smoothing"):
             v = getattr(self, name)
             if not 0 <= v < 1: raise ValueError(f"{name}={v}: expected a number in [0, 1)")
@@ -146,7 +147,8 @@ def _fits(v, tp) -> bool:
     "Whether `v` has the annotated type `tp` (an int passes for a float; a bool is not an int)."
     if typing.get_origin(tp) in (typing.Union, types.UnionType): return any(_fits(v, a) for a in typing.get_args(tp))
     if tp is tuple or typing.get_origin(tp) is tuple:  # a list is taken for a tuple
-        return isinstance(v, (tuple, list)) and all(_fits(x, a) for x, a in zip(v, typing.get_args(tp) or [object] * len(v)))
+        return (isinstance(v, (tuple, list))
+                and all(_fits(x, a) for x, a in zip(v, typing.get_args(tp) or [object] * len(v))))
     if tp is type(None): return v is None
     if tp is float: return isinstance(v, (int, float)) and not isinstance(v, bool)
     if tp is int: return isinstance(v, int) and not isinstance(v, bool)
@@ -169,7 +171,8 @@ class Encoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False, d_k: int | None = None):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k) for _ in range(n_layers))
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k)
+                                    for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, # embedded source (B, S, D)
@@ -188,7 +191,8 @@ class Decoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False, d_k: int | None = None):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k) for _ in range(n_layers))
+        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, d_k)
+                                    for _ in range(n_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, # embedded target (B, T, D)
@@ -246,7 +250,8 @@ class Transformer(nn.Module):
 def make_model(cfg: TransformerConfig) -> Transformer:
     "Build a `Transformer` from a config, with tied embeddings and Xavier-initialized weights."
     if not isinstance(cfg, TransformerConfig):  # a dict (a checkpoint's stored config) or another kind's config
-        hint = "; build one with TransformerConfig(**d) or config_from_dict(TransformerConfig, d)" if isinstance(cfg, dict) else ""
+        hint = ("; build one with TransformerConfig(**d) or config_from_dict(TransformerConfig, d)"
+                if isinstance(cfg, dict) else "")
         raise TypeError(f"make_model: cfg must be a TransformerConfig, got {type(cfg).__name__}{hint}")
     args = (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm_first, cfg.d_k)
     encoder, decoder = Encoder(*args), Decoder(*args)

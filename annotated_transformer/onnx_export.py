@@ -23,14 +23,16 @@ __all__ = ['GRAPH_IO', 'SITE_MODELS', 'EncoderGraph', 'DecoderStep', 'example_in
 
 # %% ../nbs/38a_onnx_export.ipynb #9d47e71b
 class EncoderGraph(nn.Module):
-    "What encoder.onnx computes from one source sentence: the memory, each decoder layer's cross-attention keys and values, the encoder's attention weights."
+    """What encoder.onnx computes from one source sentence: the memory, each decoder layer's cross-attention keys and
+    values, the encoder's attention weights."""
     def __init__(self, model: Transformer):
         super().__init__()
         self.model = model
 
     def forward(self, src: Tensor): # source ids (1, S), EOS last
         memory, attn = self.model.encode(src, need_weights=True)  # (1, S, D), L x (1, H, S, S)
-        kv = [layer.cross_attn.project_kv(memory, memory, None, static_kv=True) for layer in self.model.decoder.layers]  # L x 2 x (1, H, S, Dh)
+        # L x 2 x (1, H, S, Dh)
+        kv = [layer.cross_attn.project_kv(memory, memory, None, static_kv=True) for layer in self.model.decoder.layers]
         cross_k, cross_v = torch.stack([k for k, _ in kv]), torch.stack([v for _, v in kv])  # (L, 1, H, S, Dh)
         return memory, cross_k, cross_v, torch.stack(attn)  # (1, S, D), 2 x (L, 1, H, S, Dh), (L, 1, H, S, S)
 
@@ -47,32 +49,38 @@ class DecoderStep(nn.Module):
                 cross_k: Tensor, cross_v: Tensor): # the memory's keys and values, from the encoder (L, 1, H, S, Dh)
         m = self.model
         table = m.tgt_pos.positions(m.tgt_pos.max_len, 0)  # (max_len, D): the whole positional table
-        x = m.tgt_embed(tokens) + table.index_select(0, step)  # (N, 1, D): embedding + position t (eval mode: no dropout)
-        cache = [{"self": {"k": self_k[i], "v": self_v[i]}, "cross": {"k": cross_k[i], "v": cross_v[i]}} for i in range(len(m.decoder.layers))]
+        # embedding + position t (eval mode: no dropout)
+        x = m.tgt_embed(tokens) + table.index_select(0, step)  # (N, 1, D)
+        cache = [{"self": {"k": self_k[i], "v": self_v[i]}, "cross": {"k": cross_k[i], "v": cross_v[i]}}
+                 for i in range(len(m.decoder.layers))]
         h, attn = m.decoder(x, None, cache=cache, need_weights=True)  # (N, 1, D); the cache now holds t+1 positions
         logprobs = m.generator(h[:, -1]).log_softmax(-1)  # (N, V)
         new_k = torch.stack([c["self"]["k"] for c in cache])  # (L, N, H, t+1, Dh)
         new_v = torch.stack([c["self"]["v"] for c in cache])  # (L, N, H, t+1, Dh)
-        self_attn, cross_attn = torch.stack([a["self"] for a in attn]), torch.stack([a["cross"] for a in attn])  # (L, N, H, 1, t+1), (L, N, H, 1, S)
+        # (L, N, H, 1, t+1), (L, N, H, 1, S)
+        self_attn, cross_attn = torch.stack([a["self"] for a in attn]), torch.stack([a["cross"] for a in attn])
         return logprobs, new_k, new_v, self_attn, cross_attn
 
 # %% ../nbs/38a_onnx_export.ipynb #18b5c5a2
 GRAPH_IO = {"encoder": (["src"], ["memory", "cross_k", "cross_v", "enc_attn"]),
-            "decoder": (["tokens", "step", "self_k", "self_v", "cross_k", "cross_v"], ["logprobs", "new_self_k", "new_self_v", "self_attn", "cross_attn"])}
+            "decoder": (["tokens", "step", "self_k", "self_v", "cross_k", "cross_v"],
+                        ["logprobs", "new_self_k", "new_self_v", "self_attn", "cross_attn"])}
 
 def example_inputs(model: Transformer, S: int = 5, N: int = 3, t: int = 4) -> tuple[tuple, tuple]:
     "Inputs of both graphs to trace with: random ids and zero caches, each free size a different number."
     cfg, L, attn = model.cfg, len(model.decoder.layers), model.decoder.layers[0].self_attn
     src = torch.randint(4, cfg.src_vocab_size, (1, S)); src[0, -1] = cfg.eos_idx  # (1, S)
     kv = lambda n, length: torch.zeros(L, n, attn.n_heads, length, attn.d_k)  # (L, n, H, length, Dh)
-    return (src,), (torch.randint(4, cfg.tgt_vocab_size, (N, 1)), torch.tensor([t]), kv(N, t), kv(N, t), kv(1, S), kv(1, S))
+    return (src,), (torch.randint(4, cfg.tgt_vocab_size, (N, 1)), torch.tensor([t]),
+                    kv(N, t), kv(N, t), kv(1, S), kv(1, S))
 
 def graph_protos(model: Transformer, opset: int = 18) -> dict:
     "The encoder and decoder-step graphs of a Transformer as ONNX `ModelProto`s, with S, N and t free."
     Dim = torch.export.Dim
     S, N, t = Dim("S", min=1), Dim("N", min=1), Dim("t", min=0)
     dyn = {"encoder": {"src": {1: S}},
-           "decoder": {"tokens": {0: N}, "step": None, "self_k": {1: N, 3: t}, "self_v": {1: N, 3: t}, "cross_k": {3: S}, "cross_v": {3: S}}}
+           "decoder": {"tokens": {0: N}, "step": None, "self_k": {1: N, 3: t}, "self_v": {1: N, 3: t},
+                       "cross_k": {3: S}, "cross_v": {3: S}}}
     args, out = dict(zip(("encoder", "decoder"), example_inputs(model))), {}
     log = logging.getLogger("torch.onnx"); level = log.level
     try:
@@ -80,7 +88,8 @@ def graph_protos(model: Transformer, opset: int = 18) -> dict:
         for name, module in (("encoder", EncoderGraph(model)), ("decoder", DecoderStep(model))):
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                prog = torch.onnx.export(module.eval(), args[name], input_names=GRAPH_IO[name][0], output_names=GRAPH_IO[name][1],
+                prog = torch.onnx.export(module.eval(), args[name], input_names=GRAPH_IO[name][0],
+                                         output_names=GRAPH_IO[name][1],
                                          dynamic_shapes=dyn[name], opset_version=opset, dynamo=True, verbose=False)
             out[name] = prog.model_proto
     finally: log.setLevel(level)
@@ -92,7 +101,8 @@ def fp16_rounding(model: nn.Module) -> dict:
     ps = [p.detach() for p in model.parameters()]  # a tied matrix once
     diffs = [(p.half().float() - p).abs() for p in ps]
     return dict(values=sum(p.numel() for p in ps), changed=sum(int((d > 0).sum()) for d in diffs),
-                max_abs_change=max(float(d.max()) for d in diffs), overflow=sum(int((p.abs() > 65504).sum()) for p in ps))
+                max_abs_change=max(float(d.max()) for d in diffs),
+                overflow=sum(int((p.abs() > 65504).sum()) for p in ps))
 
 # %% ../nbs/38a_onnx_export.ipynb #3d5e7508
 def weights_to_fp16(proto, # an ONNX ModelProto, changed in place
@@ -118,7 +128,8 @@ def share_initializers(protos: list, # ONNX ModelProtos, changed in place
     "Move the initializers that every graph holds, byte for byte, into one external file where each is stored once."
     from onnx import TensorProto
     from onnx.external_data_helper import set_external_data
-    key = lambda t: (t.data_type, tuple(t.dims), hashlib.sha256(t.raw_data).digest()) if len(t.raw_data) >= min_bytes else None
+    key = lambda t: ((t.data_type, tuple(t.dims), hashlib.sha256(t.raw_data).digest())
+                     if len(t.raw_data) >= min_bytes else None)
     common = set.intersection(*({key(t) for t in p.graph.initializer} for p in protos)) - {None}
     blob, where = bytearray(), {}
     for p in protos:
@@ -133,27 +144,35 @@ def share_initializers(protos: list, # ONNX ModelProtos, changed in place
 def _io(proto) -> dict:
     "A graph's inputs and outputs: name -> [element type, shape with its free sizes named]."
     from onnx.helper import tensor_dtype_to_np_dtype
-    def one(v): return [str(tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)), [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]]
-    return dict(inputs={v.name: one(v) for v in proto.graph.input}, outputs={v.name: one(v) for v in proto.graph.output})
+    def one(v):
+        return [str(tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)),
+                [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]]
+    return dict(inputs={v.name: one(v) for v in proto.graph.input},
+                outputs={v.name: one(v) for v in proto.graph.output})
 
 def _sha256(b: bytes) -> str: return hashlib.sha256(b).hexdigest()
 
 def _source_sha256(ck: Checkpoint) -> str:
-    "The weights' sha256: for a shipped directory its MANIFEST's line for model.safetensors (checked when loaded), else the checkpoint file's."
+    """The weights' sha256: for a shipped directory its MANIFEST's line for model.safetensors (checked when loaded),
+    else the checkpoint file's."""
     p = Path(ck.path)
     if not p.is_dir(): return _sha256(p.read_bytes())
-    return next(l.split("  ", 1)[0] for l in (p / "MANIFEST").read_text().splitlines() if l.endswith("  model.safetensors"))
+    return next(l.split("  ", 1)[0] for l in (p / "MANIFEST").read_text().splitlines()
+                if l.endswith("  model.safetensors"))
 
-def _meta(net: Transformer, ck: Checkpoint, name: str, protos: dict, files: dict, opset: int, fp16: bool, search: dict) -> dict:
+def _meta(net: Transformer, ck: Checkpoint, name: str, protos: dict, files: dict, opset: int, fp16: bool,
+          search: dict) -> dict:
     cfg, attn = net.cfg, net.decoder.layers[0].self_attn
     prov = ck.more.get("provenance", {})
     direction = (prov.get("reproduces") or {}).get("direction")  # "de-en"; None for a checkpoint that does not say
     src_lang, tgt_lang = direction.split("-") if direction else (None, None)
-    return dict(format="annotated_transformer/onnx-1", name=name, direction=direction, source_lang=src_lang, target_lang=tgt_lang,
-                n_layers=cfg.n_layers, n_heads=attn.n_heads, head_dim=attn.d_k, d_model=cfg.d_model, vocab_size=cfg.tgt_vocab_size,
+    return dict(format="annotated_transformer/onnx-1", name=name, direction=direction, source_lang=src_lang,
+                target_lang=tgt_lang,
+                n_layers=cfg.n_layers, n_heads=attn.n_heads, head_dim=attn.d_k, d_model=cfg.d_model,
+                vocab_size=cfg.tgt_vocab_size,
                 pad_id=cfg.pad_idx, bos_id=cfg.bos_idx, eos_id=cfg.eos_idx, max_len=cfg.max_len, **search,
-                opset=opset, weights="float16" if fp16 else "float32", compute="float32", fp16_rounding=fp16_rounding(net) if fp16 else None,
-                graphs={k: _io(p) for k, p in protos.items()},
+                opset=opset, weights="float16" if fp16 else "float32", compute="float32",
+                fp16_rounding=fp16_rounding(net) if fp16 else None, graphs={k: _io(p) for k, p in protos.items()},
                 external_data={"shared.bin": ["encoder.onnx", "decoder.onnx"]} if "shared.bin" in files else {},
                 files={k: dict(bytes=len(b), sha256=_sha256(b)) for k, b in files.items()},
                 source=dict(model=name, sha256=_source_sha256(ck), reproduces=prov.get("reproduces")))
@@ -163,22 +182,28 @@ def export_translator(model: str | Path, # a shipped model's name, or a director
                       out_dir: str | Path, # the directory to write
                       opset: int = 18, # ONNX opset of the graphs
                       fp16: bool = True, # store the weights in fp16 (computed in fp32); False: fp32
-                      beam_size: int = 4, alpha: float = 0.6, max_len_a: float = 1.0, max_len_b: int = 50, # the search's defaults, for meta.json
+                      # the search's defaults, for meta.json
+                      beam_size: int = 4, alpha: float = 0.6, max_len_a: float = 1.0, max_len_b: int = 50,
                       force: bool = False, # replace an existing out_dir
                      ) -> Path: # out_dir, holding encoder.onnx, decoder.onnx, shared.bin (if any), spm.model, meta.json
-    "Export a Transformer translator as two ONNX graphs (the encoder, one cached decoder step), its tokenizer and meta.json, atomically."
+    """Export a Transformer translator as two ONNX graphs (the encoder, one cached decoder step), its tokenizer and
+    meta.json, atomically."""
     out, where = Path(out_dir), Path(model) if Path(model).exists() else shipped_path(str(model))
     if out.exists() and not out.is_dir(): raise FileExistsError(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force: raise FileExistsError(f"{out}: exists and is not empty; pass force=True to replace it")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise FileExistsError(f"{out}: exists and is not empty; pass force=True to replace it")
     ck = load_checkpoint(where)
-    if ck.model_kind is not TRANSFORMER: raise TypeError(f"{where}: a {ck.model_kind.label or ck.model_kind.name}; only a {TRANSFORMER.label} exports to these graphs")
+    if ck.model_kind is not TRANSFORMER:
+        raise TypeError(f"{where}: a {ck.model_kind.label or ck.model_kind.name}; only a {TRANSFORMER.label} exports "
+                        "to these graphs")
     net, tok = load_translator(ck)
     protos = graph_protos(net, opset)
     if fp16:
         keep = {f"model.{n}" for n, _ in net.named_buffers(remove_duplicate=False)}  # the positional table stays fp32
         for p in protos.values(): weights_to_fp16(p, keep)
     shared = share_initializers(list(protos.values()))
-    files = {"encoder.onnx": protos["encoder"].SerializeToString(), "decoder.onnx": protos["decoder"].SerializeToString(), "spm.model": tok.model_proto}
+    files = {"encoder.onnx": protos["encoder"].SerializeToString(),
+             "decoder.onnx": protos["decoder"].SerializeToString(), "spm.model": tok.model_proto}
     if shared: files["shared.bin"] = shared
     search = dict(beam_size=beam_size, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b)
     meta = _meta(net, ck, where.name if where.is_dir() else where.stem, protos, files, opset, fp16, search)
@@ -196,7 +221,8 @@ def export_translator(model: str | Path, # a shipped model's name, or a director
 # %% ../nbs/38a_onnx_export.ipynb #a57927e3
 def file_sizes(model_dir: str | Path) -> dict: # file name -> (bytes, gzipped bytes)
     "Each file of an exported model's directory: its size, and its size gzipped (level 9)."
-    return {p.name: (p.stat().st_size, len(gzip.compress(p.read_bytes(), 9))) for p in sorted(Path(model_dir).iterdir()) if p.is_file()}
+    return {p.name: (p.stat().st_size, len(gzip.compress(p.read_bytes(), 9)))
+            for p in sorted(Path(model_dir).iterdir()) if p.is_file()}
 
 def sizes_table(dirs: list) -> str:
     "A markdown table of the files of exported models, MB as stored and gzipped, with each model's total."
@@ -204,7 +230,8 @@ def sizes_table(dirs: list) -> str:
     for d in map(Path, dirs):
         s = file_sizes(d)
         rows += [f"| {d.name} | {f} | {a / 1e6:.2f} | {b / 1e6:.2f} |" for f, (a, b) in s.items()]
-        rows.append(f"| **{d.name}** | **all** | **{sum(a for a, _ in s.values()) / 1e6:.2f}** | **{sum(b for _, b in s.values()) / 1e6:.2f}** |")
+        rows.append(f"| **{d.name}** | **all** | **{sum(a for a, _ in s.values()) / 1e6:.2f}** | "
+                    f"**{sum(b for _, b in s.values()) / 1e6:.2f}** |")
     return "\n".join(rows)
 
 # %% ../nbs/38a_onnx_export.ipynb #b9dbe453
@@ -229,7 +256,8 @@ def onnx_greedy_decode(encoder, decoder, meta: dict, # from `onnx_sessions`
     self_k = self_v = np.zeros((L, 1, H, 0, Dh), np.float32)  # nothing cached before step 0
     out, tok = [], meta["bos_id"]
     for t in range(limit):
-        feeds = dict(tokens=np.array([[tok]], dtype=np.int64), step=np.array([t], dtype=np.int64), self_k=self_k, self_v=self_v, cross_k=cross_k, cross_v=cross_v)
+        feeds = dict(tokens=np.array([[tok]], dtype=np.int64), step=np.array([t], dtype=np.int64), self_k=self_k,
+                     self_v=self_v, cross_k=cross_k, cross_v=cross_v)
         logprobs, self_k, self_v, _, _ = decoder.run(None, feeds)  # (1, V), (L, 1, H, t+1, Dh)
         tok = int(logprobs[0].argmax())
         out.append(tok)
@@ -243,5 +271,6 @@ def export_site_models(out_dir: str | Path, # each model goes to out_dir/NAME
                        names: tuple = SITE_MODELS, # shipped translators
                        force: bool = False, # replace earlier exports
                       ) -> dict: # name -> its directory
-    "Export the shipped translators for the site: out_dir/NAME/{encoder.onnx, decoder.onnx, shared.bin, spm.model, meta.json}."
+    """Export the shipped translators for the site: out_dir/NAME/{encoder.onnx, decoder.onnx, shared.bin, spm.model,
+    meta.json}."""
     return {n: export_translator(n, Path(out_dir) / n, force=force) for n in names}

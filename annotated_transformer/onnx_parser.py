@@ -22,17 +22,21 @@ __all__ = ['MAX_PIECES', 'ParserGraph', 'parser_inputs', 'graph_proto', 'not_bf1
 
 # %% ../nbs/38b_onnx_parser.ipynb #4c552883
 class ParserGraph(nn.Module):
-    "`ChartParser.forward` for one sentence: its piece ids in, the label scores of every span and the tag scores of every word out."
+    """`ChartParser.forward` for one sentence: its piece ids in, the label scores of every span and the tag scores of
+    every word out."""
     def __init__(self, model: ChartParser):
         super().__init__()
         if model.cfg.word_features != "subwords":
-            raise ValueError(f"word_features={model.cfg.word_features!r}: the graph reads BPE pieces only (a parser with word_features='subwords')")
-        if not hasattr(model, "tag"): raise ValueError("the parser has no tagger head (tag_loss=0): the page needs its tags")
+            raise ValueError(f"word_features={model.cfg.word_features!r}: the graph reads BPE pieces only (a parser "
+                             "with word_features='subwords')")
+        if not hasattr(model, "tag"):
+            raise ValueError("the parser has no tagger head (tag_loss=0): the page needs its tags")
         self.model = model
         self.eval()  # the exporter restores this module's mode, and with it the parser's: eval, dropout off
 
-    def forward(self, pieces: Tensor, # (N+2, C) piece ids: BOS, each word's pieces, EOS (`chart_batch`'s chars of one sentence)
-               ) -> tuple[Tensor, Tensor]: # the chart (N+1, N+1, L), 0 where i >= j and in the empty column; the tag scores (N, T)
+    def forward(self, pieces: Tensor, # (N+2, C) piece ids: BOS, each word's pieces, EOS (`chart_batch`'s chars)
+               # the chart (N+1, N+1, L), 0 where i >= j and in the empty column; the tag scores (N, T)
+               ) -> tuple[Tensor, Tensor]:
         m, x = self.model, pieces.unsqueeze(0)  # (1, N+2, C)
         words = x[..., 0]  # (1, N+2): `encode` reads only their shape (a subword parser has no word table)
         lengths = (words >= 0).sum(1) - 2  # (1,) N, counted from the input
@@ -41,13 +45,15 @@ class ParserGraph(nn.Module):
         fence = torch.cat([fwd[:, :-1], bwd[:, 1:]], -1)  # fencepost k: [fwd y_k ; bwd y_k+1] (1, N+1, D)
         first = m.label[0]
         g = F.linear(fence, first.weight)  # (1, N+1, d_label)
-        s = m.label[1:](g[:, None, :] - g[:, :, None] + first.bias)  # (1, N+1, N+1, L-1): pair (i, j) from g_j - g_i + b
+        # pair (i, j) from g_j - g_i + b
+        s = m.label[1:](g[:, None, :] - g[:, :, None] + first.bias)  # (1, N+1, N+1, L-1)
         k = torch.arange(s.size(1), device=s.device)
         chart = torch.where((k[:, None] < k[None, :])[..., None], F.pad(s, (1, 0)), 0.0)  # (1, N+1, N+1, L)
         return chart[0], m.tag_scores(h)[0]  # (N+1, N+1, L), (N, T)
 
 # %% ../nbs/38b_onnx_parser.ipynb #f670b110
-MAX_PIECES = inspect.signature(chart_batch).parameters["max_chars"].default  # pieces kept per word, as `chart_batch` keeps them
+# pieces kept per word, as `chart_batch` keeps them
+MAX_PIECES = inspect.signature(chart_batch).parameters["max_chars"].default
 
 def parser_inputs(vocab: ChartVocab, words: list[str]) -> np.ndarray:
     "The graph's input for one tokenized sentence: `chart_batch`'s piece ids (N+2, C), int64."
@@ -61,15 +67,18 @@ def graph_proto(model: ChartParser, vocab: ChartVocab, opset: int = 18):
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         prog = torch.onnx.export(ParserGraph(model), (example,), input_names=["pieces"], output_names=["chart", "tags"],
-                                 dynamic_shapes={"pieces": {0: S, 1: C}}, opset_version=opset, dynamo=True, verbose=False)
+                                 dynamic_shapes={"pieces": {0: S, 1: C}}, opset_version=opset, dynamo=True,
+                                 verbose=False)
     return prog.model_proto
 
 # %% ../nbs/38b_onnx_parser.ipynb #d4f63ecd
 def not_bf16(proto) -> set[str]:
-    "The float32 initializers of an ONNX graph that hold a number bfloat16 cannot: the graph's own tensors, not shipped bf16 weights."
+    """The float32 initializers of an ONNX graph that hold a number bfloat16 cannot: the graph's own tensors, not
+    shipped bf16 weights."""
     from onnx import TensorProto, numpy_helper
     return {t.name for t in proto.graph.initializer
-            if t.data_type == TensorProto.FLOAT and (numpy_helper.to_array(t).view(np.uint32) & 0xFFFF).any()}  # low 16 bits set
+            # low 16 bits set
+            if t.data_type == TensorProto.FLOAT and (numpy_helper.to_array(t).view(np.uint32) & 0xFFFF).any()}
 
 # %% ../nbs/38b_onnx_parser.ipynb #37b897f0
 def _file_entry(path: Path) -> dict:
@@ -83,7 +92,8 @@ def export_parser(model: str = "ptb-chart", # a shipped chart parser's name (`sh
     "Export a shipped chart parser for the page: the graph with fp16 weights, its SentencePiece model, and meta.json."
     sp = pretrained(model)
     kind = sp.checkpoint.model_kind
-    if kind is not CHART: raise ValueError(f"{model!r}: a {kind.label or kind.name}; expected a shipped chart parser (ptb-chart)")
+    if kind is not CHART:
+        raise ValueError(f"{model!r}: a {kind.label or kind.name}; expected a shipped chart parser (ptb-chart)")
     net, vocab = sp.model, sp.vocab
     proto = graph_proto(net, vocab, opset)
     weights_to_fp16(proto, keep=not_bf16(proto))  # the shipped weights to fp16; the graph's own tensors stay fp32
@@ -94,13 +104,17 @@ def export_parser(model: str = "ptb-chart", # a shipped chart parser's name (`sh
         (tmp / "parser.onnx").write_bytes(proto.SerializeToString())
         (tmp / SubwordTokenizer.model_file).write_bytes(vocab.pieces["model_proto"])
         meta = dict(format="annotated_transformer/onnx-parser-1", name=model, kind="chart", opset=opset,
-                    inputs=dict(pieces="(N+2, C) int64: BOS, the pieces of each word (at most max_pieces), EOS; rows padded with pad_id"),
-                    outputs=dict(chart="(N+1, N+1, L) float32: label scores of span (i, j), i < j; label 0 (empty) scores 0; 0 where i >= j",
+                    inputs=dict(pieces="(N+2, C) int64: BOS, the pieces of each word (at most max_pieces), EOS; "
+                                       "rows padded with pad_id"),
+                    outputs=dict(chart="(N+1, N+1, L) float32: label scores of span (i, j), i < j; "
+                                       "label 0 (empty) scores 0; 0 where i >= j",
                                  tags="(N, T) float32: each word's tag scores"),
                     labels=vocab.labels, tags=vocab.tags, max_words=net.cfg.max_len - 2,
-                    pieces=dict(pad_id=PAD, bos_id=SubwordTokenizer.bos_id, eos_id=SubwordTokenizer.eos_id, max_pieces=MAX_PIECES),
+                    pieces=dict(pad_id=PAD, bos_id=SubwordTokenizer.bos_id, eos_id=SubwordTokenizer.eos_id,
+                                max_pieces=MAX_PIECES),
                     weights="float16", compute="float32", fp16_rounding=fp16_rounding(net),
-                    files=dict(graph=_file_entry(tmp / "parser.onnx"), tokenizer=_file_entry(tmp / SubwordTokenizer.model_file)),
+                    files=dict(graph=_file_entry(tmp / "parser.onnx"),
+                               tokenizer=_file_entry(tmp / SubwordTokenizer.model_file)),
                     source=dict(model=model, reproduces=sp.checkpoint.more.get("provenance", {}).get("reproduces")))
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
         if out.exists(): shutil.rmtree(out)
@@ -115,4 +129,5 @@ def onnx_parse(runner, # an `onnxruntime.InferenceSession` of parser.onnx
     "Parse one tokenized sentence with the graph: its chart through `cky`, each word's best tag, `spans_to_tree`."
     chart, tags = runner.run(None, {"pieces": parser_inputs(vocab, words)})
     spans, _ = cky(torch.from_numpy(chart)[None], torch.tensor([len(words)]))
-    return spans_to_tree(words, [vocab.tags[t] for t in tags.argmax(-1)], [(i, j, vocab.labels[l]) for i, j, l in spans[0]])
+    return spans_to_tree(words, [vocab.tags[t] for t in tags.argmax(-1)],
+                         [(i, j, vocab.labels[l]) for i, j, l in spans[0]])

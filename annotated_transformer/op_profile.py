@@ -14,7 +14,8 @@ __all__ = ['OP_GROUPS', 'op_group', 'op_summary', 'bench_profile']
 
 # %% ../nbs/32b_op_profile.ipynb #c0a1e010
 OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
-    ("autograd bookkeeping", ("autograd::",)),  # the engine's own time per backward node (the node's kernels are counted below)
+    # the engine's own time per backward node (the node's kernels are counted below)
+    ("autograd bookkeeping", ("autograd::",)),
     ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "mkldnn_")),
     ("attention kernel", ("scaled_dot_product", "flash_attention", "efficient_attention")),
     ("softmax and loss", ("softmax", "nll_loss", "kl_div", "logsumexp", "cross_entropy")),
@@ -22,7 +23,8 @@ OP_GROUPS = (  # (group, substrings of an operator's name): the first group that
     ("dropout", ("dropout", "bernoulli")),
     ("optimizer", ("Optimizer.", "_foreach", "adam", "aten::lerp", "aten::addcdiv", "aten::addcmul", "aten::sqrt")),
     ("embedding", ("embedding",)),
-    ("copies and fills", ("aten::copy_", "aten::clone", "aten::cat", "aten::contiguous", "aten::_to_copy", "aten::fill_",
+    ("copies and fills",
+     ("aten::copy_", "aten::clone", "aten::cat", "aten::contiguous", "aten::_to_copy", "aten::fill_",
                           "aten::zero_", "aten::stack", "aten::index", "aten::masked_fill")),
 )
 
@@ -33,7 +35,8 @@ def op_group(name: str) -> str:
 # %% ../nbs/32b_op_profile.ipynb #81762838
 @contextmanager
 def _no_fd2():
-    "Send what C++ code writes to file descriptor 2 (stderr) to /dev/null: the profiler announces every start and stop there."
+    """Send what C++ code writes to file descriptor 2 (stderr) to /dev/null: the profiler announces every start and stop
+    there."""
     import os, sys
     sys.stderr.flush(); saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 2)
@@ -41,7 +44,8 @@ def _no_fd2():
     finally: os.dup2(saved, 2); os.close(saved); os.close(null)
 
 def _profiled(step, device) -> dict:
-    "{operator: [self ms, calls]} of one call of `step` under `torch.profiler` (device time on a GPU, CPU time on a CPU)."
+    """{operator: [self ms, calls]} of one call of `step` under `torch.profiler` (device time on a GPU, CPU time on a
+    CPU)."""
     from torch.profiler import profile, ProfilerActivity
     dev = torch.device(device)
     prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else []))
@@ -55,7 +59,8 @@ def _profiled(step, device) -> dict:
 # %% ../nbs/32b_op_profile.ipynb #45e8f47a
 def op_summary(ops: dict, # {operator: [self ms, calls]} summed over `steps` profiled steps
                steps: int, top: int = 12) -> dict:
-    "Per step: the self time of each group of `OP_GROUPS` (and 'other'), the total, the operator calls, and the `top` costliest operators."
+    """Per step: the self time of each group of `OP_GROUPS` (and 'other'), the total, the operator calls, and the `top`
+    costliest operators."""
     groups = {g: 0.0 for g, _ in OP_GROUPS + (("other", ()),)}
     for name, (ms, _) in ops.items(): groups[op_group(name)] += ms / steps
     ranked = sorted(ops.items(), key=lambda kv: -kv[1][0])[:top]
@@ -64,10 +69,12 @@ def op_summary(ops: dict, # {operator: [self ms, calls]} summed over `steps` pro
 
 # %% ../nbs/32b_op_profile.ipynb #3c2ce145
 def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu") -> dict:
-    """The readable training step of ours and of `nn.Transformer` (as `bench_train`) under the profiler, one step of each in turn
-    (a change in the machine's load falls on both alike), summarized by `op_summary`, with ours minus theirs per group."""
+    """The readable training step of ours and of `nn.Transformer` (as `bench_train`) under the profiler, one step of
+    each in turn (a change in the machine's load falls on both alike), summarized by `op_summary`, with ours minus
+    theirs per group."""
     ours, ref = make_pair(cfg, device)
-    fns = {"ours": make_train_step(ours, batch, precision, device), "torch": make_train_step(ref, batch, precision, device)}
+    fns = {"ours": make_train_step(ours, batch, precision, device),
+           "torch": make_train_step(ref, batch, precision, device)}
     for f in fns.values():
         for _ in range(warmup): f()
     acc = {k: {} for k in fns}
@@ -77,4 +84,5 @@ def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu")
                 a = acc[k].setdefault(name, [0.0, 0]); a[0] += ms; a[1] += n
     res = {k: op_summary(a, steps) for k, a in acc.items()}
     diff = {g: res["ours"]["groups_ms"][g] - res["torch"]["groups_ms"][g] for g in res["ours"]["groups_ms"]}
-    return dict(res, precision=precision, steps=steps, ours_minus_torch_ms=diff, ratio=res["torch"]["total_ms"] / res["ours"]["total_ms"])
+    return dict(res, precision=precision, steps=steps, ours_minus_torch_ms=diff,
+                ratio=res["torch"]["total_ms"] / res["ours"]["total_ms"])

@@ -12,7 +12,7 @@ from torch.optim import Adam
 from torch.optim.lr_scheduler import LambdaLR
 
 # %% auto #0
-__all__ = ['ADAM_IMPLS', 'noam_lr', 'adam_impl', 'cooldown', 'make_optimizer', 'make_scheduler', 'make_optimizer_and_scheduler']
+__all__ = ['noam_lr', 'make_optimizer', 'make_scheduler', 'ADAM_IMPLS', 'adam_impl', 'adam_kwargs', 'cooldown', 'make_optimizer_and_scheduler']
 
 # %% ../nbs/08_optim.ipynb #657b3a4b
 def noam_lr(step: int, # optimizer step, counted from 1 as in the paper
@@ -30,8 +30,33 @@ def _check_schedule_args(d_model, warmup_steps, factor):
     if warmup_steps <= 0: raise ValueError(f"warmup_steps={warmup_steps}: expected a positive number of warmup steps")
     if factor <= 0: raise ValueError(f"factor={factor}: expected a positive multiplier of the schedule")
 
-# %% ../nbs/08_optim.ipynb #181596f0
-# Not in the paper, explained in 37_optimizer_kernels: which Adam kernel runs, and a cooldown.
+# %% ../nbs/08_optim.ipynb #d5de6429
+def make_optimizer(params: nn.Module | Iterable, # a model, or its parameters / parameter groups
+                   betas: tuple[float, float] = (0.9, 0.98), # Adam beta1, beta2 (§5.3)
+                   eps: float = 1e-9, # Adam epsilon (§5.3)
+                   **kwargs, # passed to `torch.optim.Adam` (e.g. `weight_decay`)
+                  ) -> Adam:
+    "Adam with the paper's betas and epsilon and base lr 1.0, so that the schedule's multiplier is the learning rate."
+    params = list(params.parameters() if isinstance(params, nn.Module) else params)
+    return Adam(params, lr=1.0, betas=tuple(betas), eps=eps, **kwargs)
+
+def _noam_lambda(last_epoch: int, d_model: int, warmup_steps: int, factor: float) -> float:
+    return noam_lr(last_epoch + 1, d_model, warmup_steps, factor)  # LambdaLR counts from 0, the paper from 1
+
+def make_scheduler(optimizer: torch.optim.Optimizer, # built by `make_optimizer` (base lr 1.0)
+                   d_model: int, # model width D
+                   warmup_steps: int = 4000, # steps of linear warmup
+                   factor: float = 1.0, # multiplies the schedule (`TrainConfig.lr_factor`)
+                  ) -> LambdaLR:
+    "`LambdaLR` following equation (3): the k-th `optimizer.step()` uses `noam_lr(k, ...)`; call `scheduler.step()` after it."
+    _check_schedule_args(d_model, warmup_steps, factor)
+    for g in optimizer.param_groups:
+        if g.get("initial_lr", g["lr"]) != 1.0:
+            raise ValueError(f"optimizer base lr is {g.get('initial_lr', g['lr'])}; expected 1.0 so that "
+                             "LambdaLR's multiplier is the learning rate of equation (3) (use make_optimizer)")
+    return LambdaLR(optimizer, partial(_noam_lambda, d_model=d_model, warmup_steps=warmup_steps, factor=factor))
+
+# %% ../nbs/37_optimizer_kernels.ipynb #5b6f4661
 ADAM_IMPLS = ("auto", "readable", "foreach", "fused")
 
 def adam_impl(impl: str, # "auto", "readable", "foreach" or "fused"
@@ -46,55 +71,40 @@ def adam_impl(impl: str, # "auto", "readable", "foreach" or "fused"
 _ADAM_FLAGS = dict(readable=dict(foreach=False, fused=False), foreach=dict(foreach=True, fused=False),
                    fused=dict(foreach=False, fused=True))
 
+def adam_kwargs(impl: str, # "auto", "readable", "foreach" or "fused"
+                params: list, # the parameters (or parameter groups) the optimizer will update
+               ) -> dict: # `foreach` and `fused`, for `make_optimizer(params, **adam_kwargs(impl, params))`
+    "The arguments of `torch.optim.Adam` that run the implementation `adam_impl(impl, params)`."
+    return dict(_ADAM_FLAGS[adam_impl(impl, params)])
+
+# %% ../nbs/37_optimizer_kernels.ipynb #551dadc9
 def cooldown(step: int, # optimizer step, counted from 1
              max_steps: int, # steps of the whole run
              cooldown_steps: int = 0, # the last this many steps fall linearly (0: no cooldown)
             ) -> float: # multiplier of equation (3) at `step`
-    "1 until the last `cooldown_steps` of `max_steps`, then falling linearly: the last step gets 1 / cooldown_steps of its rate."
-    if cooldown_steps < 0: raise ValueError(f"cooldown_steps={cooldown_steps}: expected 0 or a positive number of steps")
+    """1 until the last `cooldown_steps` of `max_steps`, then falling linearly: the last step gets 1 / cooldown_steps of
+    its rate."""
+    if cooldown_steps < 0:
+        raise ValueError(f"cooldown_steps={cooldown_steps}: expected 0 or a positive number of steps")
     if cooldown_steps == 0: return 1.0
-    if max_steps < cooldown_steps: raise ValueError(f"cooldown_steps={cooldown_steps}: expected at most max_steps={max_steps}")
+    if max_steps < cooldown_steps:
+        raise ValueError(f"cooldown_steps={cooldown_steps}: expected at most max_steps={max_steps}")
     return min(1.0, max(0, max_steps - step + 1) / cooldown_steps)
 
-# %% ../nbs/08_optim.ipynb #d5de6429
-def make_optimizer(params: nn.Module | Iterable, # a model, or its parameters / parameter groups
-                   betas: tuple[float, float] = (0.9, 0.98), # Adam beta1, beta2 (§5.3)
-                   eps: float = 1e-9, # Adam epsilon (§5.3)
-                   impl: str = "auto", # "readable" (a loop over parameters), "foreach", "fused", or "auto"
-                   **kwargs, # passed to `torch.optim.Adam` (e.g. `weight_decay`)
-                  ) -> Adam:
-    "Adam with the paper's betas and epsilon and base lr 1.0, so that the schedule's multiplier is the learning rate."
-    params = list(params.parameters() if isinstance(params, nn.Module) else params)
-    flags = _ADAM_FLAGS[adam_impl(impl, params)]
-    return Adam(params, lr=1.0, betas=tuple(betas), eps=eps, **{**flags, **kwargs})
-
-def _noam_lambda(last_epoch: int, d_model: int, warmup_steps: int, factor: float, max_steps: int = 0, cooldown_steps: int = 0) -> float:
-    k = last_epoch + 1  # LambdaLR counts from 0, the paper from 1
-    return noam_lr(k, d_model, warmup_steps, factor) * cooldown(k, max_steps, cooldown_steps)
-
-def make_scheduler(optimizer: torch.optim.Optimizer, # built by `make_optimizer` (base lr 1.0)
-                   d_model: int, # model width D
-                   warmup_steps: int = 4000, # steps of linear warmup
-                   factor: float = 1.0, # multiplies the schedule (`TrainConfig.lr_factor`)
-                   max_steps: int = 0, # steps of the run (needed only with a cooldown)
-                   cooldown_steps: int = 0, # the last this many steps, the rate falls linearly towards 0 (`cooldown`; not in the paper)
-                  ) -> LambdaLR:
-    "`LambdaLR` following equation (3): the k-th `optimizer.step()` uses `noam_lr(k, ...)` (times `cooldown(k, ...)`); call `scheduler.step()` after it."
-    _check_schedule_args(d_model, warmup_steps, factor)
-    cooldown(1, max_steps, cooldown_steps)  # checks the cooldown's arguments
-    for g in optimizer.param_groups:
-        if g.get("initial_lr", g["lr"]) != 1.0:
-            raise ValueError(f"optimizer base lr is {g.get('initial_lr', g['lr'])}; expected 1.0 so that "
-                             "LambdaLR's multiplier is the learning rate of equation (3) (use make_optimizer)")
-    return LambdaLR(optimizer, partial(_noam_lambda, d_model=d_model, warmup_steps=warmup_steps, factor=factor,
-                                       max_steps=max_steps, cooldown_steps=cooldown_steps))
+def _noam_cooldown_lambda(last_epoch: int, d_model: int, warmup_steps: int, factor: float, max_steps: int,
+                          cooldown_steps: int) -> float:
+    return _noam_lambda(last_epoch, d_model, warmup_steps, factor) * cooldown(last_epoch + 1, max_steps, cooldown_steps)
 
 # %% ../nbs/37_optimizer_kernels.ipynb #1513794c
 def make_optimizer_and_scheduler(model: nn.Module | Iterable, # a model, or its parameters
                                  d_model: int, # model width D (from `TransformerConfig`)
                                  cfg, # a `TrainConfig`: lr_factor, warmup_steps, max_steps, cooldown_steps, betas, eps
-                                 impl: str = "auto", # Adam implementation (`make_optimizer`)
+                                 impl: str = "auto", # Adam implementation (`adam_impl`)
                                 ) -> tuple[Adam, LambdaLR]:
-    "Adam and the schedule of equation (3), with the settings of a `TrainConfig`."
-    opt = make_optimizer(model, betas=cfg.betas, eps=cfg.eps, impl=impl)
-    return opt, make_scheduler(opt, d_model, cfg.warmup_steps, cfg.lr_factor, cfg.max_steps, cfg.cooldown_steps)
+    "Adam and the schedule of equation (3) times `cooldown`, with the settings of a `TrainConfig`."
+    params = list(model.parameters() if isinstance(model, nn.Module) else model)
+    opt = make_optimizer(params, betas=cfg.betas, eps=cfg.eps, **adam_kwargs(impl, params))
+    _check_schedule_args(d_model, cfg.warmup_steps, cfg.lr_factor)
+    cooldown(1, cfg.max_steps, cfg.cooldown_steps)  # checks the cooldown's arguments
+    return opt, LambdaLR(opt, partial(_noam_cooldown_lambda, d_model=d_model, warmup_steps=cfg.warmup_steps,
+                                      factor=cfg.lr_factor, max_steps=cfg.max_steps, cooldown_steps=cfg.cooldown_steps))

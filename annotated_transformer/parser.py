@@ -19,7 +19,8 @@ __all__ = ['ParsingVocab', 'encode_trees', 'TreeConstraint', 'parse', 'check_par
 
 # %% ../nbs/19_parser.ipynb #1e49a121
 class ParsingVocab:
-    "Source: a BPE `SubwordTokenizer` over words. Target: the closed set of `(X`, `)X` and `XX` tokens, ids after the specials."
+    """Source: a BPE `SubwordTokenizer` over words. Target: the closed set of `(X`, `)X` and `XX` tokens, ids after the
+    specials."""
     specials = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0-3, as in `SubwordTokenizer`
     pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
 
@@ -49,11 +50,13 @@ class ParsingVocab:
             if i == self.eos_id: break
             if i >= len(self.specials): out.append(self.itos[i])
         return out
-    def state_dict(self) -> dict: return dict(kind="parsing", src=self.src.state_dict(), tgt=self.itos[len(self.specials):])
+    def state_dict(self) -> dict:
+        return dict(kind="parsing", src=self.src.state_dict(), tgt=self.itos[len(self.specials):])
     @classmethod
     def from_state_dict(cls, d: dict) -> ParsingVocab:
         if not isinstance(d, dict) or d.get("kind") != "parsing":
-            raise ValueError("the checkpoint holds no parsing vocabulary (was it trained with at-train ptb / ptb-small / ptb-sample?)")
+            raise ValueError("the checkpoint holds no parsing vocabulary (was it trained with at-train ptb / ptb-small "
+                             "/ ptb-sample?)")
         return cls(SubwordTokenizer.from_state_dict(d["src"]), list(d["tgt"]))
 
 # %% ../nbs/19_parser.ipynb #ec44521b
@@ -65,8 +68,10 @@ def encode_trees(trees: list[Tree], vocab: ParsingVocab, max_len: int) -> tuple[
 
 # %% ../nbs/19_parser.ipynb #010dfd44
 class TreeConstraint(DecodingConstraint):
-    "Allow only well-formed linearizations: matched labels, one `XX` per word, one top constituent, ending within the limit."
-    def __init__(self, vocab: ParsingVocab, n_words: list[int]): # the target vocabulary; words per sentence of the batch
+    """Allow only well-formed linearizations: matched labels, one `XX` per word, one top constituent, ending within the
+    limit."""
+    def __init__(self, vocab: ParsingVocab, # the target vocabulary
+                 n_words: list[int]): # words per sentence of the batch
         labels = sorted({t[1:] for t in vocab.itos if len(t) > 1 and t[0] in "()"})
         lid = {l: i for i, l in enumerate(labels)}
         self.open_label = torch.tensor([lid[t[1:]] if t[:1] == "(" and len(t) > 1 else -1 for t in vocab.itos])  # (V,)
@@ -77,7 +82,8 @@ class TreeConstraint(DecodingConstraint):
     def begin(self, beams: int, limit: torch.Tensor):
         dev, N = limit.device, len(limit) * beams
         for k in ("open_label", "close_label", "is_xx", "n_words"): setattr(self, k, getattr(self, k).to(dev))
-        self.n, self.limit = self.n_words.repeat_interleave(beams), limit.repeat_interleave(beams)  # (N,) words, most tokens
+        # (N,) words, most tokens
+        self.n, self.limit = self.n_words.repeat_interleave(beams), limit.repeat_interleave(beams)
         self.t = 0  # tokens written so far
         self.depth = torch.zeros(N, dtype=torch.long, device=dev)  # (N,) open brackets
         self.xx = torch.zeros(N, dtype=torch.long, device=dev)  # (N,) XX written
@@ -106,7 +112,8 @@ class TreeConstraint(DecodingConstraint):
         self.t += 1
 
     def reorder(self, index: torch.Tensor): # (N,)
-        for k in ("n", "limit", "depth", "xx", "started", "last_open", "stack"): setattr(self, k, getattr(self, k).index_select(0, index))
+        for k in ("n", "limit", "depth", "xx", "started", "last_open", "stack"):
+            setattr(self, k, getattr(self, k).index_select(0, index))
 
 # %% ../nbs/19_parser.ipynb #d61559ed
 @torch.no_grad()
@@ -142,7 +149,8 @@ def check_parsing_vocab(cfg: TransformerConfig, vocab: ParsingVocab):
                          f"model's {cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
 
 def max_words(model: Transformer) -> int:
-    "The longest sentence the sequence-to-sequence parser takes: its shortest tree of n words, (X XX ... XX )X EOS, within its output limit."
+    """The longest sentence the sequence-to-sequence parser takes: its shortest tree of n words, (X XX ... XX )X EOS,
+    within its output limit."""
     return (model.cfg.max_len - 1) - 3
 
 # %% ../nbs/19_parser.ipynb #19040c93
@@ -156,5 +164,5 @@ def parse_gold(model, vocab, golds: list[Tree],
     trees = [with_tags(t, g) for (t, _), g in zip(res, golds)]
     n_repaired, counts = sum(bool(r) for _, r in res), Counter()
     for _, r in res: counts.update(r)
-    return dict(scores=evalb(golds, trees), seconds=seconds, sentences=len(golds), repaired=n_repaired, repair_counts=dict(counts),
-                trees=[t for t, _ in res], repairs=[r for _, r in res])
+    return dict(scores=evalb(golds, trees), seconds=seconds, sentences=len(golds), repaired=n_repaired,
+                repair_counts=dict(counts), trees=[t for t, _ in res], repairs=[r for _, r in res])

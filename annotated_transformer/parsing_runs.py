@@ -5,10 +5,12 @@
 # %% ../nbs/31b_parsing_runs.ipynb #138bbf6d
 from __future__ import annotations
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Iterable, Iterator
 import torch
 from .model import count_parameters
-from .data import read_lines, atomic_write
+from .data import read_lines, iter_lines, in_chunks, atomic_write, MAX_LINE_BYTES
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from .runs import training_summary, hardware, active_seconds
 from .trees import Tree, recipe_trees, read_trees
@@ -16,7 +18,8 @@ from .evalb import evalb, with_tags
 from .parser import parse_gold
 
 # %% auto #0
-__all__ = ['load_parser', 'parser_of', 'load_parsers', 'read_sentences', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
+__all__ = ['load_parser', 'parser_of', 'load_parsers', 'iter_sentences', 'read_sentences', 'parse_chunks', 'read_gold',
+           'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/31b_parsing_runs.ipynb #dabecaee
 def load_parser(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, object]:
@@ -24,7 +27,8 @@ def load_parser(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module,
     return parser_of(load_checkpoint(path), device)
 
 def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[torch.nn.Module, object]:
-    "The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other by its kind."
+    """The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other by its
+    kind."""
     ck.served_by("at-parse")
     try:
         vocab, cfg = ck.restore_tokenizer(), ck.config
@@ -32,32 +36,62 @@ def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[torch.nn.Module, obj
     except ValueError as e: raise CheckpointError(f"{ck.where}: {e}") from None
     return ck.build(device), vocab
 
-def load_parsers(paths: list[str | Path], device: str = "cpu") -> tuple[torch.nn.Module | list[torch.nn.Module], object]:
-    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble (a list, which its kind decodes together) with their
-    one vocabulary: each must be of a kind that ensembles (the chart parser), trained on the same trees with the same word features."""
+def load_parsers(paths: list[str | Path],
+                 device: str = "cpu") -> tuple[torch.nn.Module | list[torch.nn.Module], object]:
+    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble (a list, which its kind decodes
+    together) with their one vocabulary: each must be of a kind that ensembles (the chart parser), trained on the same
+    trees with the same word features."""
     if not paths: raise ValueError("paths: expected one or more checkpoints")
     cks = [load_checkpoint(p) for p in paths]
     loaded = [parser_of(ck, device) for ck in cks]
     if len(loaded) == 1: return loaded[0]
     for p, ck, (m, v) in zip(paths, cks, loaded):
-        if not ck.model_kind.ensemble: raise CheckpointError(f"{p}: a {ck.model_kind.label}; an ensemble takes chart parsers (at-train ptb-chart)")
+        if not ck.model_kind.ensemble:
+            raise CheckpointError(f"{p}: a {ck.model_kind.label}; an ensemble takes chart parsers (at-train ptb-chart)")
         if v.state_dict() != loaded[0][1].state_dict():
-            raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be trained on the same trees with the same word features")
+            raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be "
+                                  "trained on the same trees with the same word features")
     return [m for m, _ in loaded], loaded[0][1]
 
 # %% ../nbs/31b_parsing_runs.ipynb #f99a64ab
-def read_sentences(path: str, # a file, or "-" for standard input
+def iter_sentences(path: str, # a file, or "-" for standard input
                    max_words: int, # longest sentence the model can take (see `parse_main` in the command line)
-                  ) -> list[list[str]]: # the words of each line; [] for a blank line (`at-parse` skips it)
-    "Tokenized sentences, one per line; invalid UTF-8 or a sentence past the limit is an error naming the line."
+                  ) -> Iterator[list[str]]: # the words of each line as it is read; [] for a blank line
+    """Tokenized sentences, one per line, as they are read; invalid UTF-8, a NUL byte or a sentence past the limit is an
+    error naming the line."""
     name = "<stdin>" if path == "-" else path
-    lines = read_lines(path)  # the one reader: a directory, a missing file or invalid UTF-8 is an error naming it
-    out = []
-    for n, line in enumerate(lines, 1):
-        words = line.split()
-        if len(words) > max_words: raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
-        out.append(words)
-    return out
+    lines = iter_lines(path, max_bytes=MAX_LINE_BYTES)  # the one reader, opened now: a missing file is an error at once
+    def sentences():
+        for n, line in enumerate(lines, 1):
+            if "\0" in line: raise ValueError(f"{name}, line {n}: a NUL byte; expected text, words separated by spaces")
+            words = line.split()
+            if len(words) > max_words:
+                raise ValueError(f"{name}, line {n}: {len(words)} words; this model parses at most {max_words}")
+            yield words
+    return sentences()
+
+def read_sentences(path: str, # a file, or "-" for standard input
+                   max_words: int, # longest sentence the model can take
+                  ) -> list[list[str]]: # the words of each line; [] for a blank line
+    "All the sentences of `iter_sentences`, checked before any is parsed."
+    return list(iter_sentences(path, max_words))
+
+def parse_chunks(model, vocab,
+                 sentences: Iterable[list[str]], # the words of each line ([] for a blank one), e.g. `iter_sentences`'
+                 decode, # the model kind's `run`: (model, vocab, sentences, **kw) -> [(tree, repaired)]
+                 chunk: int = 32, # lines read and parsed at a time
+                 counts: Counter | None = None, # filled as it goes: lines, sentences (not blank), trees repaired
+                 **kw, # `decode`'s settings (beam_size, alpha, ...)
+                ) -> Iterator[list[str]]: # the bracketed trees of each chunk ("" for a blank line), once parsed
+    "Parse a chunk of lines at a time: a blank line gets a blank output line; an endless input's trees start at once."
+    counts = Counter() if counts is None else counts
+    for sents in in_chunks(sentences, chunk):
+        idx = [i for i, s in enumerate(sents) if s]
+        res = decode(model, vocab, [sents[i] for i in idx], **kw) if idx else []
+        out = [""] * len(sents)
+        for i, (t, _) in zip(idx, res): out[i] = str(t)
+        counts.update(lines=len(sents), sentences=len(idx), repaired=sum(bool(r) for _, r in res))
+        yield out
 
 # %% ../nbs/31b_parsing_runs.ipynb #203c9f3f
 def read_gold(path: str | Path, # bracketed trees, one per line, or a directory of .mrg files
@@ -67,7 +101,9 @@ def read_gold(path: str | Path, # bracketed trees, one per line, or a directory 
     golds = read_trees(path)
     if not golds: raise ValueError(f"{path}: no trees; expected bracketed trees, one per line or .mrg files")
     long = next((k for k, g in enumerate(golds, 1) if len(g.words()) > max_words), None)
-    if long: raise ValueError(f"{path}, tree {long}: {len(golds[long - 1].words())} words; this model parses at most {max_words}")
+    if long:
+        raise ValueError(f"{path}, tree {long}: {len(golds[long - 1].words())} words; "
+                         f"this model parses at most {max_words}")
     return golds
 
 # %% ../nbs/31b_parsing_runs.ipynb #5e86b9ef
@@ -78,7 +114,8 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
                          n_greedy: int | None = None, # greedy-decode only the first n sentences (None: all)
                          beam_size: int = 21, alpha: float = 0.3, max_len_b: int = 300, batch_size: int = 32,
                          task: str = "ptb-small", command: str = "") -> dict:
-    "Parse a split greedily and with beam search (all sentences or the first n), score with `evalb`, write results and trees."
+    """Parse a split greedily and with beam search (all sentences or the first n), score with `evalb`, write results and
+    trees."""
     run_dir, out = Path(run_dir), Path(out_dir)
     ck = load_checkpoint(run_dir)
     model, vocab = parser_of(ck)
@@ -87,7 +124,8 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
     sub = golds[:n_beam] if n_beam else golds
     run = ck.model_kind.run  # the decoding of the parser it holds
     greedy = parse_gold(model, vocab, golds, run, beam_size=1, max_len_b=max_len_b, batch_size=batch_size)
-    beam = parse_gold(model, vocab, sub, run, beam_size=beam_size, alpha=alpha, max_len_b=max_len_b, batch_size=batch_size)
+    beam = parse_gold(model, vocab, sub, run, beam_size=beam_size, alpha=alpha, max_len_b=max_len_b,
+                      batch_size=batch_size)
     greedy_sub = evalb(sub, [with_tags(t, g) for t, g in zip(greedy["trees"][:len(sub)], sub)])
     out.mkdir(parents=True, exist_ok=True)
     trees_dir = run_dir / "eval"  # predicted trees hold the treebank's words (LDC): they stay beside the checkpoints
@@ -100,7 +138,8 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
                greedy=dict(beam_size=1, **strip(greedy)),
                beam=dict(beam_size=beam_size, alpha=alpha, n_sentences=len(sub), **strip(beam)),
                greedy_same_subset=greedy_sub["all"], max_len=f"input length + {max_len_b}",
-               evalb="COLLINS.prm semantics (annotated_transformer.evalb.evalb); gold POS tags put on the XX preterminals",
+               evalb="COLLINS.prm semantics (annotated_transformer.evalb.evalb); "
+                     "gold POS tags put on the XX preterminals",
                parameters=count_parameters(model), model_config=ck.model_config, train_config=ck.train_config,
                counts=ck.counts, command=command, training=dict(training_summary(run_dir),
                    train_active_s=active_seconds(run_dir)),
@@ -112,8 +151,10 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
 def evaluate_decoding(checkpoint: str | Path, # parser checkpoint (file or run directory)
                       golds: list[Tree], # gold trees (e.g. `ptb_trees("dev")`)
                       out: str | Path, # results JSON, rewritten (atomically) after each setting
-                      settings: list[dict], # each: name, beam_size, alpha, constrained, n (first n sentences; None: all)
-                      trees_dir: str | Path | None = None, # predicted trees per setting (keep out of the repository: treebank words)
+                      # each: name, beam_size, alpha, constrained, n (first n sentences; None: all)
+                      settings: list[dict],
+                      # predicted trees per setting (keep out of the repository: treebank words)
+                      trees_dir: str | Path | None = None,
                       source: str = "", # where the checkpoint came from, for the record
                       batch_size: int = 32) -> dict:
     "Parse gold sentences under several decoding settings, score each with `evalb`, record F1, repairs and time."
@@ -134,7 +175,8 @@ def evaluate_decoding(checkpoint: str | Path, # parser checkpoint (file or run d
         res["runs"].append(dict(s, n_sentences=len(sub), scores=r["scores"], seconds=round(r["seconds"], 1),
                                 repaired=r["repaired"], repair_counts=r["repair_counts"], f1_same_sentences=same,
                                 hardware=hardware()))
-        if trees_dir: Path(trees_dir).mkdir(parents=True, exist_ok=True); (Path(trees_dir) / f"{s['name']}.trees").write_text(
+        if trees_dir:
+            Path(trees_dir).mkdir(parents=True, exist_ok=True); (Path(trees_dir) / f"{s['name']}.trees").write_text(
             "".join(str(t) + "\n" for t in r["trees"]), encoding="utf-8")
         atomic_write(out, json.dumps(res, indent=1) + "\n")
     return res

@@ -25,7 +25,8 @@ __all__ = ['NATIVE_BF16_FLAGS', 'COMPILE_MIN_RUN_S', 'COMPILE_MARGIN', 'cpu_flag
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # x86 CPU flags of native bfloat16 arithmetic
 
 def cpu_flags() -> set[str]:
-    "The CPU's feature flags: `$AT_CPU_FLAGS` when set (space-separated; subprocesses inherit it), else /proc/cpuinfo (Linux); an empty set where they cannot be read."
+    """The CPU's feature flags: `$AT_CPU_FLAGS` when set (space-separated; subprocesses inherit it), else /proc/cpuinfo
+    (Linux); an empty set where they cannot be read."""
     forced = os.environ.get("AT_CPU_FLAGS")
     if forced is not None: return set(forced.split())
     try: text = Path("/proc/cpuinfo").read_text()
@@ -35,7 +36,8 @@ def cpu_flags() -> set[str]:
 
 # %% ../nbs/26_precision.ipynb #5c3732e1
 def precision_cache_file() -> Path:
-    "Where `auto` remembers its trials: `precision.json` in the cache directory (`$AT_CACHE_DIR`, else ~/.cache/annotated_transformer)."
+    """Where `auto` remembers its trials: `precision.json` in the cache directory (`$AT_CACHE_DIR`, else
+    ~/.cache/annotated_transformer)."""
     return default_cache_dir() / "precision.json"
 
 def _read_cache(f: Path) -> dict:
@@ -45,7 +47,8 @@ def _read_cache(f: Path) -> dict:
     return d if isinstance(d, dict) else {}
 
 def _remember(f: Path, key: str, entry: dict):
-    "Add one trial's answer to the cache file `f`, atomically; a cache that cannot be written only warns (measured again next time)."
+    """Add one trial's answer to the cache file `f`, atomically; a cache that cannot be written only warns (measured
+    again next time)."""
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(f, json.dumps({**_read_cache(f), key: entry}, indent=1))
@@ -54,10 +57,13 @@ def _remember(f: Path, key: str, entry: dict):
 # %% ../nbs/26_precision.ipynb #1f1fbc61
 def resolve_precision(precision: str, # "auto", "fp32", "bf16" or "fp16"
                       device: torch.device, # where the model runs
-                      trial: Callable[[], dict] | None = None, # times both on a CPU with native bf16: () -> {"fp32": s, "bf16": s}
-                      key: dict | None = None, # what the trial's answer depends on (machine, model, batch): remembered under it
+                      # times both on a CPU with native bf16: () -> {"fp32": s, "bf16": s}
+                      trial: Callable[[], dict] | None = None,
+                      # what the trial's answer depends on (machine, model, batch): remembered under it
+                      key: dict | None = None,
                      ) -> tuple[str, str]: # (the precision to use, why)
-    "'auto' becomes the faster precision: bf16 on a GPU with native bf16; on a CPU with AMX or AVX-512 BF16, the faster in `trial` (measured once per `key`); else fp32."
+    """'auto' becomes the faster precision: bf16 on a GPU with native bf16; on a CPU with AMX or AVX-512 BF16, the
+    faster in `trial` (measured once per `key`); else fp32."""
     if precision != "auto": return precision, "as asked"
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported(including_emulation=False):
@@ -67,24 +73,32 @@ def resolve_precision(precision: str, # "auto", "fp32", "bf16" or "fp16"
     flags = cpu_flags()
     if not flags: return "fp32", "auto: the CPU's flags could not be read (no /proc/cpuinfo), fp32 is never slow"
     native = [f for f in NATIVE_BF16_FLAGS if f in flags]
-    if not native: return "fp32", "auto: the CPU has neither amx_bf16 nor avx512_bf16, so bf16 would be emulated and slower than fp32"
+    if not native:
+        return "fp32", ("auto: the CPU has neither amx_bf16 nor avx512_bf16, "
+                        "so bf16 would be emulated and slower than fp32")
     has = f"the CPU has {' and '.join(native)}"
     k = json.dumps(key, sort_keys=True) if key is not None else None
     seen = _read_cache(precision_cache_file()).get(k) if k else None
     if seen and seen.get("precision") in ("fp32", "bf16"):
         return seen["precision"], (f"auto: {has}; a trial on this machine, model and batch size measured bf16 at "
-                                   f"{seen['bf16_vs_fp32']:.2f}x the speed of fp32 (remembered in {precision_cache_file()})")
+                                   f"{seen['bf16_vs_fp32']:.2f}x the speed of fp32 (remembered in "
+                                   f"{precision_cache_file()})")
     if trial is None: return "fp32", f"auto: {has}, but native bf16 is not always faster and nothing was measured: fp32"
     t = trial()
     ratio = t["fp32"] / t["bf16"]  # > 1: bf16 is faster
     chosen = "bf16" if ratio > 1 else "fp32"
-    if k: _remember(precision_cache_file(), k, dict(precision=chosen, bf16_vs_fp32=round(ratio, 3), seconds=t, time=time.strftime("%Y-%m-%d %H:%M:%S")))
-    return chosen, f"auto: {has}; a trial of both on this model and batch measured bf16 at {ratio:.2f}x the speed of fp32"
+    if k:
+        _remember(precision_cache_file(), k,
+                  dict(precision=chosen, bf16_vs_fp32=round(ratio, 3), seconds=t,
+                       time=time.strftime("%Y-%m-%d %H:%M:%S")))
+    return chosen, (f"auto: {has}; a trial of both on this model and batch measured bf16 at {ratio:.2f}x "
+                    "the speed of fp32")
 
 # %% ../nbs/26_precision.ipynb #b80a8cc3
 def autocast_for(device: torch.device, precision: str):
     "The autocast context of a resolved precision: none for fp32, bf16 on CPU/GPU, fp16 on GPU only."
-    if precision == "auto": raise ValueError("precision='auto': resolve it first with resolve_precision(precision, device, d_model)")
+    if precision == "auto":
+        raise ValueError("precision='auto': resolve it first with resolve_precision(precision, device, d_model)")
     if precision == "fp32": return contextlib.nullcontext()
     if precision == "fp16" and device.type != "cuda":
         raise ValueError("precision='fp16' needs a CUDA device (fp16 with a grad scaler); use 'bf16' on the CPU")
@@ -97,12 +111,14 @@ def sync(device: torch.device | str):
 
 # %% ../nbs/26_precision.ipynb #dce5457e
 def _trial_step(model: nn.Module, batch, device: torch.device, precision: str, loss_fn=None, net=None):
-    "Forward, loss and backward of one training step, as the trainer runs it (gradients dropped): what the trials time. `net`: the forward to call instead of the model's (a compiled one)."
+    """Forward, loss and backward of one training step, as the trainer runs it (gradients dropped): what the trials
+    time. `net`: the forward to call instead of the model's (a compiled one)."""
     with autocast_for(device, precision):
         if loss_fn is not None: s = loss_fn(model if net is None else net, batch)
         else:
             crit = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx)
-            hidden = (HiddenStates(model) if net is None else net)(batch.src, batch.tgt_in, batch.src_key_padding_mask, batch.tgt_key_padding_mask)
+            hidden = (HiddenStates(model) if net is None else net)(batch.src, batch.tgt_in, batch.src_key_padding_mask,
+                                                                   batch.tgt_key_padding_mask)
             s, _ = crit(hidden, model.generator, batch.tgt_out)
     s.backward(); model.zero_grad(set_to_none=True)
 
@@ -110,9 +126,11 @@ def precision_trial(model: nn.Module, # the model to train (a copy is timed)
                     batch, # a `Batch` of the run's training data
                     device: torch.device, # where the run trains
                     steps: int = 3, # timed steps of each precision (the median is kept), after one untimed each
-                    loss_fn=None, # (model, batch) -> loss for another kind of model (None: the chunked loss of a `Transformer`)
+                    # (model, batch) -> loss for another kind of model (None: the chunked loss of a `Transformer`)
+                    loss_fn=None,
                    ) -> dict: # {"fp32": seconds per step, "bf16": seconds per step}
-    "Seconds per training step (forward, chunked loss, backward) of a copy of `model` on `batch` in fp32 and in bf16 autocast."
+    """Seconds per training step (forward, chunked loss, backward) of a copy of `model` on `batch` in fp32 and in bf16
+    autocast."""
     m = copy.deepcopy(model).to(device).train()
     b = batch.to(device)
     times = dict(fp32=[], bf16=[])
@@ -126,28 +144,33 @@ def precision_trial(model: nn.Module, # the model to train (a copy is timed)
 
 # %% ../nbs/26_precision.ipynb #f99ad248
 def precision_key(model: nn.Module, cfg: TrainConfig, loss: str = "chunked") -> dict:
-    "What a precision trial's answer depends on: the CPU, its bf16 flags, torch, threads, the model's config, the token budget."
+    """What a precision trial's answer depends on: the CPU, its bf16 flags, torch, threads, the model's config, the
+    token budget."""
     return dict(cpu=hardware()["cpu"], flags=sorted(set(NATIVE_BF16_FLAGS) & cpu_flags()), torch=torch.__version__,
                 threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss)
 
 # %% ../nbs/26_precision.ipynb #c0a1e002
-COMPILE_MIN_RUN_S = 3600  # "auto" tries compiling only when the steps left would take at least this long eager (seconds)
+# "auto" tries compiling only when the steps left would take at least this long eager (seconds)
+COMPILE_MIN_RUN_S = 3600
 COMPILE_MARGIN = 1.03  # and only when compiled steps are at least this much faster than eager (the trial's noise)
 
 def compile_cache_file() -> Path:
-    "Where `auto` remembers its compile trials: `compile.json` in the cache directory (`$AT_CACHE_DIR`, else ~/.cache/annotated_transformer)."
+    """Where `auto` remembers its compile trials: `compile.json` in the cache directory (`$AT_CACHE_DIR`, else
+    ~/.cache/annotated_transformer)."""
     return default_cache_dir() / "compile.json"
 
 # %% ../nbs/26_precision.ipynb #e8fd567f
 def payback_steps(first_call_s: float, # the compiled variant's first call: compiling plus one step
                   step_s: float, eager_step_s: float) -> float | None: # seconds per step, compiled and eager
-    "Training steps after which compiling has paid for itself: its extra first-call time over the time it saves per step (None: it never does)."
+    """Training steps after which compiling has paid for itself: its extra first-call time over the time it saves per
+    step (None: it never does)."""
     saved = eager_step_s - step_s
     return None if saved <= 0 else max(0.0, first_call_s - step_s) / saved
 
 # %% ../nbs/26_precision.ipynb #200a3bb5
 def compile_forward(net: nn.Module) -> nn.Module:
-    "`torch.compile` as the trainer and its trial use it: shapes dynamic from the start, since token-budget batches change shape every step (one compile, not one per shape and then a dynamic one)."
+    """`torch.compile` as the trainer and its trial use it: shapes dynamic from the start, since token-budget batches
+    change shape every step (one compile, not one per shape and then a dynamic one)."""
     return torch.compile(net, dynamic=True)
 
 def compile_trial(model: nn.Module, # the model to train (a copy is timed)
@@ -156,9 +179,12 @@ def compile_trial(model: nn.Module, # the model to train (a copy is timed)
                   precision: str = "fp32", # the run's resolved precision
                   compiled: bool = True, # False: time eager steps only (the cheap first look)
                   reps: int = 3, # timed passes over `batches` of each variant (the median is kept), after one untimed
-                  loss_fn=None, # (model, batch) -> loss for another kind of model (None: the chunked loss of a `Transformer`)
-                 ) -> dict: # eager_s and compiled_s: seconds per step; first_pass_s: the compiled copy's first pass over `batches`
-    "Seconds per training step (forward, loss, backward) of a copy of `model` on `batches`, eager and `torch.compile`d, and what compiling cost."
+                  # (model, batch) -> loss for another kind of model (None: the chunked loss of a `Transformer`)
+                  loss_fn=None,
+                 # eager_s and compiled_s: seconds per step; first_pass_s: the compiled copy's first pass over `batches`
+                 ) -> dict:
+    """Seconds per training step (forward, loss, backward) of a copy of `model` on `batches`, eager and
+    `torch.compile`d, and what compiling cost."""
     m = copy.deepcopy(model).to(device).train()
     bs = [b.to(device) for b in batches]
     nets = dict(eager=None)
@@ -169,7 +195,8 @@ def compile_trial(model: nn.Module, # the model to train (a copy is timed)
         sync(device)
         return time.perf_counter() - t0
     out, times = dict(batches=len(bs)), {k: [] for k in nets}
-    with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):  # the run's generators stay untouched
+    # the run's generators stay untouched
+    with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
         if compiled: out["first_pass_s"] = one_pass("compiled")  # compiles
         one_pass("eager")
         for r in range(reps):
@@ -177,21 +204,27 @@ def compile_trial(model: nn.Module, # the model to train (a copy is timed)
     return dict(out, **{f"{k}_s": statistics.median(v) / len(bs) for k, v in times.items()})
 
 # %% ../nbs/26_precision.ipynb #cba5944a
-def compile_key(model: nn.Module, cfg: TrainConfig, device: torch.device, precision: str, loss: str = "chunked") -> dict:
-    "What a compile trial's answer depends on: the machine, torch, threads, the model's config, the token budget, the precision."
+def compile_key(model: nn.Module, cfg: TrainConfig, device: torch.device, precision: str,
+                loss: str = "chunked") -> dict:
+    """What a compile trial's answer depends on: the machine, torch, threads, the model's config, the token budget, the
+    precision."""
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else hardware()["cpu"]
     return dict(device=where, flags=sorted(set(NATIVE_BF16_FLAGS) & cpu_flags()), torch=torch.__version__,
-                threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss, precision=precision)
+                threads=torch.get_num_threads(), model=asdict(model.cfg), max_tokens=cfg.max_tokens, loss=loss,
+                precision=precision)
 
 # %% ../nbs/26_precision.ipynb #fe469d47
 def resolve_compile(compile: str, # "auto", "on" or "off"
                     steps_left: int, # optimizer steps the run has left
-                    trial: Callable[[bool], dict] | None = None, # `compile_trial` on the run's batches: (compiled) -> its result
+                    # `compile_trial` on the run's batches: (compiled) -> its result
+                    trial: Callable[[bool], dict] | None = None,
                     key: dict | None = None, # what the trial's answer depends on: remembered under it
                     accum: int = 1, # micro-batches per optimizer step (the trial times micro-batch steps)
                    ) -> tuple[bool, str]: # (compile or not, why)
-    "'auto' compiles where a trial on this machine measured compiled steps faster and its compile time paid back within half of the run; 'on'/'off' as asked."
-    if compile not in COMPILE_MODES: raise ValueError(f"compile={compile!r}: expected one of {', '.join(map(repr, COMPILE_MODES))}")
+    """'auto' compiles where a trial on this machine measured compiled steps faster and its compile time paid back
+    within half of the run; 'on'/'off' as asked."""
+    if compile not in COMPILE_MODES:
+        raise ValueError(f"compile={compile!r}: expected one of {', '.join(map(repr, COMPILE_MODES))}")
     if compile != "auto": return compile == "on", "as asked"
     if trial is None: return False, "auto: nothing was measured: eager"
     micro = steps_left * accum
@@ -201,12 +234,14 @@ def resolve_compile(compile: str, # "auto", "on" or "off"
     if not (isinstance(seen, dict) and ("error" in seen or {"eager_s", "compiled_s", "first_pass_s"} <= set(seen))):
         eager = trial(False)["eager_s"]
         if eager * micro < COMPILE_MIN_RUN_S:
-            return False, (f"auto: the {steps_left} steps left take about {eager * micro / 60:.1f} min eager, under the "
-                           f"{COMPILE_MIN_RUN_S / 60:.0f} min in which compiling could pay for itself: eager")
-        print("compile auto: timing eager and torch.compile'd steps on a few batches (this compiles once) ...", flush=True)
+            return False, (f"auto: the {steps_left} steps left take about {eager * micro / 60:.1f} min eager, "
+                           f"under the {COMPILE_MIN_RUN_S / 60:.0f} min in which compiling could pay for itself: eager")
+        print("compile auto: timing eager and torch.compile'd steps on a few batches (this compiles once) ...",
+              flush=True)
         t0 = time.perf_counter()
         try: seen = trial(True)
-        except Exception as e: seen = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+        except Exception as e:
+            seen = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
         seen.update(trial_s=round(time.perf_counter() - t0, 1), time=time.strftime("%Y-%m-%d %H:%M:%S"))
         if k: _remember(compile_cache_file(), k, seen)
         measured = f"a trial on this machine ({seen['trial_s']:.0f} s)"
@@ -216,5 +251,7 @@ def resolve_compile(compile: str, # "auto", "on" or "off"
     pay = None if pay is None else pay * n / accum  # passes over the trial's batches -> optimizer steps
     said = f"auto: {measured} measured compiled steps at {gain:.2f}x the speed of eager"
     if gain < COMPILE_MARGIN: return False, f"{said}, under the {COMPILE_MARGIN:.2f}x that pays: eager"
-    if pay > steps_left / 2: return False, f"{said}, but compiling pays back only after {pay:.0f} steps, more than half of the {steps_left} left: eager"
+    if pay > steps_left / 2:
+        return (False, f"{said}, but compiling pays back only after {pay:.0f} steps, "
+                       f"more than half of the {steps_left} left: eager")
     return True, f"{said}; compiling pays back after {pay:.0f} of the {steps_left} steps left: compiled"

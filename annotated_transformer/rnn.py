@@ -42,8 +42,10 @@ class RNNConfig:
     def __post_init__(self):
         if self.model != "rnn": raise ValueError(f"model={self.model!r}: an RNNConfig describes model='rnn'")
         if self.cell not in CELLS: raise ValueError(f"cell={self.cell!r}: expected one of {CELLS}")
-        if self.attention not in ATTENTIONS: raise ValueError(f"attention={self.attention!r}: expected one of {ATTENTIONS}")
-        if self.window < 1: raise ValueError(f"window={self.window}: the local-p window needs a half-width of at least 1")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention={self.attention!r}: expected one of {ATTENTIONS}")
+        if self.window < 1:
+            raise ValueError(f"window={self.window}: the local-p window needs a half-width of at least 1")
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"tie_embeddings=True needs one shared vocabulary, got src_vocab_size="
                              f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
@@ -129,7 +131,8 @@ class LocalPAttention(GeneralAttention):
               memory: Tensor, src_key_padding_mask: Tensor | None = None, # (B, S, D), bool (B, S)
              ) -> tuple[Tensor, Tensor]: # context (B, T, D), weights (B, T, S)
         B, S = memory.shape[:2]
-        pad = torch.zeros(B, S, dtype=torch.bool, device=memory.device) if src_key_padding_mask is None else src_key_padding_mask
+        pad = (torch.zeros(B, S, dtype=torch.bool, device=memory.device)
+               if src_key_padding_mask is None else src_key_padding_mask)
         p = self.position(query, (~pad).sum(1).to(query.dtype)).float()  # (B, T, 1); positions in fp32 even under bf16
         dist = torch.arange(S, device=memory.device, dtype=torch.float32) - p  # (B, T, S): s - p_t
         blocked = pad[:, None] | (dist.abs() > self.window)  # (B, T, S): padding or outside the window
@@ -138,10 +141,12 @@ class LocalPAttention(GeneralAttention):
         return attn @ memory, attn  # (B, T, D), (B, T, S)
 
 # %% ../nbs/21_background.ipynb #1cc4831a
-def make_rnn_layer(cell: str, d_in: int, d_model: int, n_layers: int, dropout: float, bidirectional: bool = False) -> nn.RNNBase:
+def make_rnn_layer(cell: str, d_in: int, d_model: int, n_layers: int, dropout: float,
+                   bidirectional: bool = False) -> nn.RNNBase:
     "A stack of `n_layers` LSTM or GRU layers (batch first, dropout between layers)."
     Cell = nn.LSTM if cell == "lstm" else nn.GRU
-    return Cell(d_in, d_model, n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0, bidirectional=bidirectional)
+    return Cell(d_in, d_model, n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0,
+                bidirectional=bidirectional)
 
 class RNNEncoder(nn.Module):
     "A (bidirectional) multi-layer RNN over the embedded source; returns the memory (B, S, D)."
@@ -155,7 +160,8 @@ class RNNEncoder(nn.Module):
         S = x.size(1)
         lengths = torch.full((x.size(0),), S) if src_key_padding_mask is None else (~src_key_padding_mask).sum(1).cpu()
         packed = pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
-        out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=S)  # (B, S, 2D), zeros at padding
+        # (B, S, 2D), zeros at padding
+        out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=S)
         return self.proj(out)  # (B, S, D)
 
 # %% ../nbs/21_background.ipynb #cd7ddd80
@@ -166,7 +172,8 @@ class RNNDecoder(nn.Module):
         self.cell, self.n_layers = cell, n_layers
         self.rnn = make_rnn_layer(cell, 2 * d_model, d_model, n_layers, dropout)  # input [E y; h~]
         self.attn = {"bahdanau": lambda: AdditiveAttention(d_model), "luong-dot": DotAttention,
-                     "luong-general": lambda: GeneralAttention(d_model), "local-p": lambda: LocalPAttention(d_model, window)}[attention]()
+                     "luong-general": lambda: GeneralAttention(d_model),
+                     "local-p": lambda: LocalPAttention(d_model, window)}[attention]()
         self.init = nn.Linear(d_model, n_layers * d_model)  # initial state from the mean memory
         self.combine = nn.Linear(2 * d_model, d_model, bias=False)  # W_c
         self.dropout = nn.Dropout(dropout)
@@ -174,7 +181,8 @@ class RNNDecoder(nn.Module):
     def start(self, memory: Tensor, src_key_padding_mask: Tensor | None) -> dict:
         "The decoder's state before the first token: s_0 per layer, h~_0 = 0 and the keys."
         B, S, D = memory.shape
-        keep = torch.ones(B, S, 1, device=memory.device) if src_key_padding_mask is None else (~src_key_padding_mask)[..., None].to(memory.dtype)
+        keep = (torch.ones(B, S, 1, device=memory.device)
+                if src_key_padding_mask is None else (~src_key_padding_mask)[..., None].to(memory.dtype))
         mean = (memory * keep).sum(1) / keep.sum(1).clamp(min=1)  # (B, D)
         h0 = torch.tanh(self.init(mean)).view(B, self.n_layers, D).transpose(0, 1).contiguous()  # (L, B, D)
         state = (h0, torch.zeros_like(h0)) if self.cell == "lstm" else h0
@@ -206,7 +214,8 @@ class RNNSeq2Seq(nn.Module):
         super().__init__()
         self.cfg, D = cfg, cfg.d_model
         self.src_embed = nn.Embedding(cfg.src_vocab_size, D, padding_idx=cfg.pad_idx)
-        self.tgt_embed = self.src_embed if cfg.tie_embeddings else nn.Embedding(cfg.tgt_vocab_size, D, padding_idx=cfg.pad_idx)
+        self.tgt_embed = (self.src_embed
+                          if cfg.tie_embeddings else nn.Embedding(cfg.tgt_vocab_size, D, padding_idx=cfg.pad_idx))
         self.encoder = RNNEncoder(cfg.cell, D, cfg.n_layers, cfg.dropout, cfg.bidirectional)
         self.decoder = RNNDecoder(cfg.cell, D, cfg.n_layers, cfg.attention, cfg.dropout, cfg.window)
         self.generator = nn.Linear(D, cfg.tgt_vocab_size, bias=not cfg.tie_embeddings)
@@ -229,15 +238,19 @@ class RNNSeq2Seq(nn.Module):
         return (h, attn) if need_weights else h
 
     def forward(self, src: Tensor, tgt: Tensor, # (B, S), decoder input (B, T)
-                src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None) -> Tensor: # logits (B, T, V)
+                src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None
+               # logits (B, T, V)
+               ) -> Tensor:
         return self.generator(self.decode(tgt, self.encode(src, src_key_padding_mask), src_key_padding_mask))
 
     def init_cache(self) -> dict: return {}  # filled by the first `decode` call
 
     def reorder_cache(self, cache: dict, index: Tensor): # (N,) row i continues row index[i]
-        "Beams re-ranked: row i continues row index[i]. The recurrent state and the fed-back output move; the keys stay (a sentence's beams share them)."
+        """Beams re-ranked: row i continues row index[i]. The recurrent state and the fed-back output move; the keys
+        stay (a sentence's beams share them)."""
         st = cache["state"]
-        cache["state"] = tuple(x.index_select(1, index) for x in st) if isinstance(st, tuple) else st.index_select(1, index)  # (L, N, D)
+        cache["state"] = (tuple(x.index_select(1, index) for x in st)
+                          if isinstance(st, tuple) else st.index_select(1, index))  # (L, N, D)
         cache["feed"] = cache["feed"].index_select(0, index)  # (N, 1, D)
 
     def select_cache(self, cache: dict, index: Tensor): # (N',) the rows that stay

@@ -128,12 +128,18 @@ def lock_run(run_dir: str | Path, # the run directory (created if missing)
     d = check_writable(run_dir)
     key = str(d.resolve())
     if key in _held: return d / LOCK_FILE
-    fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = os.read(fd, 4096).decode("utf-8", "replace").strip(); os.close(fd)
-        raise RunInUseError(f"{d}: in use by another run ({holder or 'a live process holds its lock'}); wait for it to end, "
-                            "or choose another --run-dir") from None
+    path = d / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 4096).decode("utf-8", "replace").strip(); os.close(fd)
+            raise RunInUseError(f"{d}: in use by another run ({holder or 'a live process holds its lock'}); "
+                                "wait for it to end, or choose another --run-dir") from None
+        try: current = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError: current = False
+        if current: break
+        os.close(fd)  # its holder unlinked it as it let go, after we opened it: lock the file now at the path, if any
     os.ftruncate(fd, 0)
     os.write(fd, f"pid {os.getpid()} on {platform.node()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command or 'python'}".encode())
     _held[key] = fd
@@ -143,7 +149,7 @@ def unlock_run(run_dir: str | Path):
     "Release what `lock_run` took (nothing if this process does not hold it) and remove the lock file."
     fd = _held.pop(str(Path(run_dir).resolve()), None)
     if fd is None: return
-    with contextlib.suppress(OSError): (Path(run_dir) / LOCK_FILE).unlink()
+    with contextlib.suppress(OSError): (Path(run_dir) / LOCK_FILE).unlink()  # while still holding it, then let go
     os.close(fd)
 
 # %% ../nbs/25_runs.ipynb #98f05556

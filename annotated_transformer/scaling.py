@@ -13,7 +13,8 @@ from .model import make_model
 from .batching import TokenBatchSampler, collate, padding_fraction
 from .data import default_data_dir
 from .precision import sync
-from .bench import TorchReference, random_batch, make_train_step, make_pair, time_interleaved, train_flops, median
+from .bench import TorchReference, random_padded_batch, make_train_step, make_pair
+from .bench import time_interleaved, train_flops, median
 
 # %% auto #0
 __all__ = ['peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching']
@@ -39,7 +40,7 @@ def _memory_child(spec: str):
     torch.set_num_threads(s["threads"]); torch.manual_seed(0)
     cfg = config_from_dict(TransformerConfig, s["cfg"])
     model = make_model(cfg) if s["which"] == "ours" else TorchReference(cfg)
-    batch = random_batch(cfg, s["batch_size"], s["src_len"])
+    batch = random_padded_batch(cfg, s["batch_size"], s["src_len"])
     rss_before = _rss_mb()
     step = make_train_step(model, batch, s["precision"], **s.get("recipe", {}))
     step(); step()
@@ -54,7 +55,8 @@ def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32"
     if torch.device(device).type == "cuda":
         torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(device); torch.manual_seed(0)
         model = (make_model(cfg) if which == "ours" else TorchReference(cfg)).to(device)
-        step = make_train_step(model, random_batch(cfg, batch_size, src_len, device=device), precision, device, **recipe)
+        step = make_train_step(model, random_padded_batch(cfg, batch_size, src_len, device=device), precision, device,
+                               **recipe)
         step(); step(); sync(device)
         res = dict(peak_mb=torch.cuda.max_memory_allocated(device) / 2**20)
         del model, step; torch.cuda.empty_cache()
@@ -74,16 +76,21 @@ def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32"
 
 # %% ../nbs/32c_scaling.ipynb #1eebeb9f
 def bench_memory(cfg, batch_size, src_len, precision="fp32", device="cpu", threads=1) -> dict:
-    "Peak memory of ours, ours on the fast path and `nn.Transformer`, in total and per target token; ratio = ours / torch."
+    """Peak memory of ours, ours on the fast path and `nn.Transformer`, in total and per target token; ratio = ours /
+    torch."""
     recipes = dict(ours=("ours", None), ours_fast=("ours", dict(loss="chunked", adam="auto")), torch=("torch", None))
     res = {k: peak_memory(cfg, w, batch_size, src_len, precision, device, threads, r) for k, (w, r) in recipes.items()}
-    n = int((~random_batch(cfg, batch_size, src_len)["tgt_key_padding_mask"]).sum())  # the batch the children train on
+    # the batch the children train on
+    n = int((~random_padded_batch(cfg, batch_size, src_len)["tgt_key_padding_mask"]).sum())
     for v in res.values():
         v["mb_per_token"] = v["peak_mb"] / n
         if v.get("growth_mb") is not None: v["growth_mb_per_token"] = v["growth_mb"] / n
-    growth = lambda k: None if res["torch"].get("growth_mb") is None else res[k]["growth_mb"] / res["torch"]["growth_mb"]
-    return dict(res, precision=precision, tokens=n, kind="max_allocated" if torch.device(device).type == "cuda" else "peak_rss",
-                ratio=res["ours"]["peak_mb"] / res["torch"]["peak_mb"], fast_ratio=res["ours_fast"]["peak_mb"] / res["torch"]["peak_mb"],
+    growth = lambda k: (None if res["torch"].get("growth_mb") is None
+                        else res[k]["growth_mb"] / res["torch"]["growth_mb"])
+    return dict(res, precision=precision, tokens=n,
+                kind="max_allocated" if torch.device(device).type == "cuda" else "peak_rss",
+                ratio=res["ours"]["peak_mb"] / res["torch"]["peak_mb"],
+                fast_ratio=res["ours_fast"]["peak_mb"] / res["torch"]["peak_mb"],
                 growth_ratio=growth("ours"), fast_growth_ratio=growth("ours_fast"))
 
 # %% ../nbs/32c_scaling.ipynb #909d1182
@@ -94,7 +101,7 @@ def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precisio
     rows = []
     for n in seqlens:
         B = max(1, tokens // n)
-        batch = random_batch(cfg, B, n, min_frac=1.0, device=device)
+        batch = random_padded_batch(cfg, B, n, min_frac=1.0, device=device)
         t = time_interleaved({"ours": make_train_step(ours, batch, precision, device),
                               "torch": make_train_step(ref, batch, precision, device)}, reps, warmup, device)
         fl = train_flops(cfg, B, n, n, split=True)
@@ -104,13 +111,16 @@ def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precisio
 
 # %% ../nbs/32c_scaling.ipynb #869d0117
 def sentence_lengths(data_dir: str | Path | None = None, n: int = 4000, seed: int = 0) -> tuple[list, list, str]:
-    "Source/target lengths (words + 1) of `n` Multi30k training pairs, or seeded random lengths when the corpus is absent."
+    """Source/target lengths (words + 1) of `n` Multi30k training pairs, or seeded random lengths when the corpus is
+    absent."""
     g = torch.Generator().manual_seed(seed)
-    d = (Path(data_dir) if data_dir else default_data_dir()) / "multi30k"  # the data directory, as at-train's --data-dir
+    # the data directory, as at-train's --data-dir
+    d = (Path(data_dir) if data_dir else default_data_dir()) / "multi30k"
     if d is not None and (d / "train.de.gz").exists() and (d / "train.en.gz").exists():
         sides = []
         for lang in ("de", "en"):
-            with gzip.open(d / f"train.{lang}.gz", "rt", encoding="utf-8") as f: sides.append([len(l.split()) + 1 for l in f])
+            with gzip.open(d / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
+                sides.append([len(l.split()) + 1 for l in f])
         idx = torch.randperm(len(sides[0]), generator=g)[:n].tolist()
         return [sides[0][i] for i in idx], [sides[1][i] for i in idx], f"multi30k train word counts ({d})"
     src = (torch.randn(n, generator=g) * 4.5 + 13).round().clamp(3, 45).long() + 1
@@ -123,7 +133,8 @@ def _batch_from_lengths(cfg, idx, src_lens, tgt_lens, g, device):
               torch.randint(3, cfg.tgt_vocab_size, (tgt_lens[i] - 1,), generator=g).tolist()) for i in idx]
     b = collate(pairs, cfg.pad_idx, cfg.bos_idx, cfg.eos_idx)
     return dict(src=b.src.to(device), tgt_in=b.tgt_in.to(device), tgt_out=b.tgt_out.to(device),
-                src_key_padding_mask=b.src_key_padding_mask.to(device), tgt_key_padding_mask=b.tgt_key_padding_mask.to(device))
+                src_key_padding_mask=b.src_key_padding_mask.to(device),
+                tgt_key_padding_mask=b.tgt_key_padding_mask.to(device))
 
 def bench_batching(cfg, max_tokens=2048, n_batches=4, precision="fp32", data_dir=None, device="cpu", warmup=1) -> dict:
     "Useful target tokens/s of token-budget batches against fixed-size batches in random order, on real lengths."
@@ -133,7 +144,8 @@ def bench_batching(cfg, max_tokens=2048, n_batches=4, precision="fp32", data_dir
     order = torch.randperm(len(src_lens), generator=torch.Generator().manual_seed(0)).tolist()
     fixed = [order[i: i + per_batch] for i in range(0, len(order) - per_batch + 1, per_batch)]
     torch.manual_seed(0); model = make_model(cfg).to(device)
-    g, res = torch.Generator().manual_seed(0), dict(lengths=source, max_tokens=max_tokens, sentences_per_batch=per_batch)
+    g, res = torch.Generator().manual_seed(0), dict(lengths=source, max_tokens=max_tokens,
+                                                    sentences_per_batch=per_batch)
     for name, batches in (("fixed", fixed), ("token_budget", token)):
         batches = batches[:n_batches + warmup]
         data = [_batch_from_lengths(cfg, b, src_lens, tgt_lens, g, device) for b in batches]
@@ -143,7 +155,7 @@ def bench_batching(cfg, max_tokens=2048, n_batches=4, precision="fp32", data_dir
             step = make_train_step(model, b, precision, device)
             sync(device); t0 = time.perf_counter(); step(); sync(device); secs += time.perf_counter() - t0
             useful += int((~b["tgt_key_padding_mask"]).sum())
-        res[name] = dict(padding=padding_fraction(batches[warmup:], src_lens, tgt_lens)["both"], tok_per_s=useful / secs,
-                         tokens_per_batch=[int(b["tgt_out"].numel()) for b in data[warmup:]])
+        res[name] = dict(padding=padding_fraction(batches[warmup:], src_lens, tgt_lens)["both"],
+                         tok_per_s=useful / secs, tokens_per_batch=[int(b["tgt_out"].numel()) for b in data[warmup:]])
     res["ratio"] = res["token_budget"]["tok_per_s"] / res["fixed"]["tok_per_s"]
     return res

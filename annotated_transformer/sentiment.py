@@ -34,20 +34,25 @@ DOMAINS = {"amazon": "amazon_cells_labelled.txt", "imdb": "imdb_labelled.txt", "
 # %% ../nbs/22_attention_classifier.ipynb #e2328c8a
 def read_sentiment_file(path: str | Path, # a `sentence<TAB>label` file, UTF-8, label 0 or 1
                        ) -> list[tuple[str, int]]: # (sentence, label) pairs, sentences stripped
-    "Read one labelled-sentences file; an empty file, a line without a tab, a label other than 0/1 or bad UTF-8 is an error naming the file and line."
+    """Read one labelled-sentences file; an empty file, a line without a tab, a label other than 0/1 or bad UTF-8 is an
+    error naming the file and line."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found; call `download_sentiment()` or `load_sentiment(download=True)`")
+        raise FileNotFoundError(f"{path}: file not found; call `download_sentiment()` or "
+                                "`load_sentiment(download=True)`")
     lines = path.read_bytes().split(b"\n")  # LF only: IMDb holds U+0085, a line break for str.splitlines()
     if lines[-1] == b"": lines.pop()  # the final newline
-    if not any(l.strip() for l in lines): raise ValueError(f"{path}: the file is empty; expected lines `sentence<TAB>0|1`")
+    if not any(l.strip() for l in lines):
+        raise ValueError(f"{path}: the file is empty; expected lines `sentence<TAB>0|1`")
     rows = []
     for i, raw in enumerate(lines, 1):
         try: line = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as e:
-            raise ValueError(f"{path}, line {i}: invalid UTF-8 at byte {e.start} ({raw[max(0, e.start - 12):e.start + 12]!r}); "
+            raise ValueError(f"{path}, line {i}: invalid UTF-8 at byte {e.start} "
+                             f"({raw[max(0, e.start - 12):e.start + 12]!r}); "
                              "the file must be UTF-8 encoded") from None
-        if "\t" not in line: raise ValueError(f"{path}, line {i}: no tab; expected `sentence<TAB>label`, got {line[:60]!r}")
+        if "\t" not in line:
+            raise ValueError(f"{path}, line {i}: no tab; expected `sentence<TAB>label`, got {line[:60]!r}")
         sentence, label = line.rsplit("\t", 1)
         if label.strip() not in ("0", "1"): raise ValueError(f"{path}, line {i}: label {label!r} is not 0 or 1")
         if not sentence.strip(): raise ValueError(f"{path}, line {i}: empty sentence before the tab")
@@ -118,7 +123,8 @@ class Vocab:
     def __init__(self, texts: list[str], # training sentences
                  min_freq: int = 2): # a word needs this many occurrences to get its own id
         counts = Counter(w for t in texts for w in tokenize(t))
-        self.itos = list(SPECIALS) + sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+        self.itos = list(SPECIALS) + sorted((w for w, c in counts.items() if c >= min_freq),
+                                            key=lambda w: (-counts[w], w))
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         self.pad_idx, self.unk_idx, self.cls_idx = 0, 1, 2
 
@@ -142,7 +148,8 @@ class LSTMClassifier(nn.Module):
                  dropout: float = 0.3, # on the embeddings and on the pooled vector
                  pad_idx: int = 0): # padding id
         super().__init__()
-        if pooling not in ("last", "attention"): raise ValueError(f"pooling must be 'last' or 'attention', got {pooling!r}")
+        if pooling not in ("last", "attention"):
+            raise ValueError(f"pooling must be 'last' or 'attention', got {pooling!r}")
         self.pooling = pooling
         self.embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_idx)
         self.rnn = nn.LSTM(d_model, d_model, batch_first=True)
@@ -153,12 +160,14 @@ class LSTMClassifier(nn.Module):
                 src_key_padding_mask: Tensor, # bool (B, S), True at padding
                 need_weights: bool = False): # also return the pooling weights (B, S) (attention pooling only)
         lengths = (~src_key_padding_mask).sum(1)  # (B,)
-        packed = pack_padded_sequence(self.dropout(self.embed(src)), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(self.dropout(self.embed(src)), lengths.cpu(), batch_first=True,
+                                      enforce_sorted=False)
         out, (h_n, _) = self.rnn(packed)  # h_n (1, B, D): each sentence's state after its last real word
         attn = None
         if self.pool is None: pooled = h_n[-1]  # (B, D)
         else:
-            states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, S, D), zeros at padding
+            # (B, S, D), zeros at padding
+            states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
             pooled, attn = self.pool(states, src_key_padding_mask)  # (B, D), (B, S)
         logits = self.classifier(self.dropout(pooled))  # (B, 2)
         return (logits, attn) if need_weights else logits
@@ -182,7 +191,8 @@ class AttentionPooling(nn.Module):
 
 # %% ../nbs/22_attention_classifier.ipynb #2ec66acb
 class TransformerClassifier(nn.Module):
-    "The package's Transformer encoder (post-norm), mean or first-token (<cls>) pooling over the real positions, two logits."
+    """The package's Transformer encoder (post-norm), mean or first-token (<cls>) pooling over the real positions, two
+    logits."""
     def __init__(self, vocab_size: int, # vocabulary V
                  d_model: int = 64, # model width D
                  n_heads: int = 4, # attention heads H
@@ -213,7 +223,8 @@ class TransformerClassifier(nn.Module):
 
 # %% ../nbs/22_attention_classifier.ipynb #777b495d
 MODELS = {"lstm-last": "LSTM, last state", "lstm-attention": "LSTM + attention pooling",
-          "transformer-mean": "Transformer encoder, mean pooling", "transformer-first": "Transformer encoder, <cls> pooling"}
+          "transformer-mean": "Transformer encoder, mean pooling",
+          "transformer-first": "Transformer encoder, <cls> pooling"}
 
 def make_classifier(name: str, # a key of `MODELS`
                     vocab_size: int, d_model: int = 64, dropout: float = 0.3, # shared by all models
@@ -244,7 +255,8 @@ def predict(model: nn.Module, ids: list[list[int]], # token ids of each sentence
 def length_batches(lengths: list[int], # length of each training sentence
                    batch_size: int, rng: random.Random, # batch size, and the generator that shuffles
                    pool: int = 8) -> list[list[int]]: # sort within pools of `pool` batches
-    "Shuffled batches of similar-length sentences: shuffle, sort each pool of `pool` batches by length, cut, shuffle the batches."
+    """Shuffled batches of similar-length sentences: shuffle, sort each pool of `pool` batches by length, cut, shuffle
+    the batches."""
     order = list(range(len(lengths))); rng.shuffle(order)
     batches = []
     for i in range(0, len(order), batch_size * pool):
@@ -260,7 +272,8 @@ def accuracy(model: nn.Module, examples: list[tuple[list[int], int]]) -> float:
     return sum((p > 0.5) == bool(y) for p, (_, y) in zip(probs, examples)) / len(examples)
 
 # %% ../nbs/22_attention_classifier.ipynb #158cb510
-def train_classifier(model: nn.Module, train: list[tuple[list[int], int]], dev: list[tuple[list[int], int]], # (ids, label) pairs
+def train_classifier(model: nn.Module, train: list[tuple[list[int], int]],
+                     dev: list[tuple[list[int], int]], # (ids, label) pairs
                      epochs: int = 20, batch_size: int = 32, lr: float = 1e-3, clip_norm: float = 1.0,
                      seed: int = 0) -> dict: # best_epoch, dev_acc, dev_curve, train_seconds
     "Adam on cross-entropy for `epochs` passes; keeps (loads into `model`) the pass with the best dev accuracy."
@@ -286,7 +299,8 @@ def run_environment() -> dict:
     cpu = platform.processor()
     if Path("/proc/cpuinfo").is_file():
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
-    return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+    return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(),
+                omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 torch=torch.__version__, python=platform.python_version())
 
 # %% ../nbs/22_attention_classifier.ipynb #28047ae9
@@ -298,8 +312,10 @@ def _examples(model, vocab, test, seed, n) -> list[dict]:
     "n test sentences (half right, half wrong, short ones, seeded) with their attention weights."
     ids = [vocab.encode(x.text) for x in test]
     probs, weights = predict(model, ids, need_weights=True)
-    rows = [dict(domain=x.domain, text=x.text, tokens=[w if w in vocab.stoi else f"{w} (unk)" for w in tokenize(x.text)],
-                 weights=[round(a, 4) for a in w], label=x.label, p_positive=round(p, 4), correct=(p > 0.5) == bool(x.label))
+    rows = [dict(domain=x.domain, text=x.text,
+                 tokens=[w if w in vocab.stoi else f"{w} (unk)" for w in tokenize(x.text)],
+                 weights=[round(a, 4) for a in w], label=x.label, p_positive=round(p, 4),
+                 correct=(p > 0.5) == bool(x.label))
             for x, p, w in zip(test, probs, weights) if 4 <= len(w) <= 14]
     rng = random.Random(seed)
     right, wrong = [r for r in rows if r["correct"]], [r for r in rows if not r["correct"]]
@@ -330,28 +346,35 @@ def run_experiment(out_dir: str | Path = "results/sentiment", # results.json and
                 torch.manual_seed(seed)
                 model = make_classifier(name, len(vocab), d_model, dropout)
                 fit = train_classifier(model, enc["train"], enc["dev"], epochs, batch_size, lr, clip_norm, seed)
-                by_domain = {d: accuracy(model, [e for e, x in zip(enc["test"], splits["test"]) if x.domain == d]) for d in DOMAINS}
-                runs.append(dict(model=name, seed=seed, parameters=count_parameters(model), test_acc=accuracy(model, enc["test"]),
-                                 test_acc_by_domain=by_domain, **fit))
-                if name == "lstm-attention" and seed == seeds[0]: examples = _examples(model, vocab, splits["test"], seed, n_examples)
+                by_domain = {d: accuracy(model, [e for e, x in zip(enc["test"], splits["test"]) if x.domain == d])
+                             for d in DOMAINS}
+                runs.append(dict(model=name, seed=seed, parameters=count_parameters(model),
+                                 test_acc=accuracy(model, enc["test"]), test_acc_by_domain=by_domain, **fit))
+                if name == "lstm-attention" and seed == seeds[0]:
+                    examples = _examples(model, vocab, splits["test"], seed, n_examples)
         env = run_environment()
     finally: torch.set_num_threads(prev_threads)
     res = dict(command=call, created=datetime.now(timezone.utc).isoformat(timespec="seconds"), hardware=env,
                data=dict(source="UCI Sentiment Labelled Sentences (Kotzias et al., KDD 2015)", split_seed=split_seed,
-                         sha256={f: sha256_file(Path(data_dir or default_data_dir()) / "sentiment" / f) for f in DOMAINS.values()}
+                         sha256={f: sha256_file(Path(data_dir or default_data_dir()) / "sentiment" / f)
+                                 for f in DOMAINS.values()}
                                 if (Path(data_dir or default_data_dir()) / "sentiment").is_dir() else None,
                          sizes={k: {d: sum(x.domain == d for x in v) for d in DOMAINS} for k, v in splits.items()},
                          vocab_size=len(vocab)),
-               settings=dict(epochs=epochs, batch_size=batch_size, lr=lr, clip_norm=clip_norm, optimizer="Adam", d_model=d_model,
+               settings=dict(epochs=epochs, batch_size=batch_size, lr=lr, clip_norm=clip_norm, optimizer="Adam",
+                             d_model=d_model,
                              dropout=dropout, n_train=n_train, seeds=list(seeds), epoch_chosen_on="dev accuracy"),
                runs=runs, summary=summarize(runs), examples=examples)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     with open(out / "runs.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["model", "seed", "parameters", "best_epoch", "dev_acc", "test_acc", *[f"test_acc_{d}" for d in DOMAINS], "train_seconds"])
-        for r in runs: w.writerow([r["model"], r["seed"], r["parameters"], r["best_epoch"], round(r["dev_acc"], 4), round(r["test_acc"], 4),
-                                   *[round(r["test_acc_by_domain"][d], 4) for d in DOMAINS], r["train_seconds"]])
+        w.writerow(["model", "seed", "parameters", "best_epoch", "dev_acc", "test_acc",
+                    *[f"test_acc_{d}" for d in DOMAINS], "train_seconds"])
+        for r in runs:
+            w.writerow([r["model"], r["seed"], r["parameters"], r["best_epoch"], round(r["dev_acc"], 4),
+                        round(r["test_acc"], 4),
+                        *[round(r["test_acc_by_domain"][d], 4) for d in DOMAINS], r["train_seconds"]])
     return res
 
 # %% ../nbs/22_attention_classifier.ipynb #3702f491
@@ -360,22 +383,28 @@ def summarize(runs: list[dict]) -> dict:
     out = {}
     for name in dict.fromkeys(r["model"] for r in runs):
         rs = [r for r in runs if r["model"] == name]
-        out[name] = dict(parameters=rs[0]["parameters"], n_seeds=len(rs), test_acc=_mean_std([r["test_acc"] for r in rs]),
+        out[name] = dict(parameters=rs[0]["parameters"], n_seeds=len(rs),
+                         test_acc=_mean_std([r["test_acc"] for r in rs]),
                          test_acc_by_domain={d: _mean_std([r["test_acc_by_domain"][d] for r in rs]) for d in DOMAINS},
-                         dev_acc=_mean_std([r["dev_acc"] for r in rs]), train_seconds=_mean_std([r["train_seconds"] for r in rs]),
+                         dev_acc=_mean_std([r["dev_acc"] for r in rs]),
+                         train_seconds=_mean_std([r["train_seconds"] for r in rs]),
                          best_epochs=[r["best_epoch"] for r in rs])
     return out
 
 # %% ../nbs/22_attention_classifier.ipynb #86f05996
 def results_markdown(res: dict) -> str:
-    "A markdown table of `results.json`: test accuracy mean ± std over seeds, overall and per source, parameters, training time."
+    """A markdown table of `results.json`: test accuracy mean ± std over seeds, overall and per source, parameters,
+    training time."""
     doms = list(DOMAINS)
-    rows = ["| model | parameters | test accuracy (all) | " + " | ".join(doms) + " | dev accuracy | best epochs | training s |",
+    rows = ["| model | parameters | test accuracy (all) | " + " | ".join(doms)
+            + " | dev accuracy | best epochs | training s |",
             "|---|---:|---:|" + "---:|" * len(doms) + "---:|---|---:|"]
     pct = lambda m: f"{100 * m['mean']:.1f} ± {100 * m['std']:.1f}"
     for name, s in res["summary"].items():
-        rows.append(f"| {MODELS[name]} | {s['parameters']:,} | {pct(s['test_acc'])} | " + " | ".join(pct(s["test_acc_by_domain"][d]) for d in doms)
-                    + f" | {pct(s['dev_acc'])} | {', '.join(map(str, s['best_epochs']))} | {s['train_seconds']['mean']:.1f} ± {s['train_seconds']['std']:.1f} |")
+        rows.append(f"| {MODELS[name]} | {s['parameters']:,} | {pct(s['test_acc'])} | "
+                    + " | ".join(pct(s["test_acc_by_domain"][d]) for d in doms)
+                    + f" | {pct(s['dev_acc'])} | {', '.join(map(str, s['best_epochs']))} | "
+                      f"{s['train_seconds']['mean']:.1f} ± {s['train_seconds']['std']:.1f} |")
     return "\n".join(rows)
 
 # %% ../nbs/22_attention_classifier.ipynb #4c745dfb
@@ -388,7 +417,8 @@ def plot_word_weights(examples: list[dict], # rows of `results.json`'s "examples
         ax.imshow([ex["weights"]], cmap="Blues", vmin=0, vmax=max(ex["weights"]), aspect="auto")
         ax.set_xticks(range(len(ex["tokens"])), ex["tokens"], fontsize=8); ax.set_yticks([])
         mark = "right" if ex["correct"] else "WRONG"
-        ax.set_title(f"{ex['domain']}, label {'positive' if ex['label'] else 'negative'}, P(positive) = {ex['p_positive']:.2f} ({mark})",
+        ax.set_title(f"{ex['domain']}, label {'positive' if ex['label'] else 'negative'}, "
+                     f"P(positive) = {ex['p_positive']:.2f} ({mark})",
                      fontsize=8, loc="left")
     axes[-1, 0].set_xlabel("words of the sentence (colour: attention weight $a_t$, each row sums to 1)")
     fig.tight_layout()

@@ -4,18 +4,22 @@
 
 # %% ../nbs/38_shipped_models.ipynb #4d7b5360
 from __future__ import annotations
-import os
+import json, os, shutil
 from dataclasses import dataclass
 from pathlib import Path
+import torch
 import torch.nn as nn
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, shipped_kind
+from .checkpoint import Checkpoint, CheckpointError, SHIPPED_FORMAT, load_checkpoint
+from .data import read_json, sha256_file
+from .kinds import KINDS, ModelKind, kind_named
 from .inference import translate, attention_record
 from .evaluation import load_translator
 from .parsing_runs import parser_of
 from .trees import Tree
 
 # %% auto #0
-__all__ = ['shipped_dir', 'shipped_names', 'shipped_path', 'Translator', 'ConstituencyParser', 'pretrained']
+__all__ = ['shipped_dir', 'shipped_kind', 'shipped_names', 'shipped_path', 'Translator', 'ConstituencyParser', 'pretrained',
+           'write_shipped']
 
 # %% ../nbs/38_shipped_models.ipynb #21ef0703
 def shipped_dir() -> Path:
@@ -25,12 +29,25 @@ def shipped_dir() -> Path:
     import annotated_transformer  # the package's own directory: a clone, or the project that `pip install -e .` points at
     return Path(annotated_transformer.__file__).resolve().parents[1] / "pretrained"
 
+def shipped_kind(d: str | Path) -> ModelKind:
+    "The kind of a shipped model from its config.json alone (nothing verified: to list the models, not to load them)."
+    c = read_json(p := Path(d) / "config.json", CheckpointError)
+    kind = c.get("kind") if isinstance(c, dict) else None
+    try: return kind_named(kind)
+    except (TypeError, KeyError):
+        raise CheckpointError(f"{p}: not a shipped model's config (kind {kind!r}; known: {', '.join(KINDS)})") from None
+
+def _serves(d: Path, command: str) -> bool:
+    "Whether `command` serves the shipped model in `d`; False where its config.json cannot say (refused if asked for)."
+    try: return shipped_kind(d).command == command
+    except CheckpointError: return False
+
 def shipped_names(command: str | None = None, # only the models this command serves ("at-translate", "at-parse"); None: all
                  ) -> list[str]:
-    "The names of the shipped models (the directories of `shipped_dir()` holding a config.json)."
+    "The shipped models' names (the directories of `shipped_dir()` with a config.json); a damaged one is no error here."
     d = shipped_dir()
     names = sorted(p.name for p in d.iterdir() if (p / "config.json").is_file()) if d.is_dir() else []
-    return [n for n in names if command is None or shipped_kind(d / n).command == command]
+    return [n for n in names if command is None or _serves(d / n, command)]
 
 def shipped_path(name: str) -> Path:
     "The directory of the shipped model `name`; an unknown name is a `CheckpointError` listing the known ones."
@@ -39,6 +56,19 @@ def shipped_path(name: str) -> Path:
     return shipped_dir() / name
 
 # %% ../nbs/38_shipped_models.ipynb #56232524
+def _text(lines: str | list[str]) -> list[str]:
+    "`lines` as a list of str (a str: one line); bytes, another type or a lone surrogate is refused before anything."
+    if isinstance(lines, (bytes, bytearray)):
+        raise TypeError("lines: bytes; expected str or a list of str (decode it first: data.decode('utf-8'))")
+    lines = [lines] if isinstance(lines, str) else list(lines)
+    for i, l in enumerate(lines):
+        if not isinstance(l, str): raise TypeError(f"lines[{i}]: {type(l).__name__}; expected str")
+        try: l.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"lines[{i}], character {e.start}: a lone surrogate ({l[e.start]!r}), not text; "
+                             "expected valid Unicode") from None
+    return lines
+
 @dataclass
 class Translator:
     "A shipped translation model: `translate` lines, or the `attention` behind one translation in the explorer's format."
@@ -49,11 +79,12 @@ class Translator:
 
     def translate(self, lines: str | list[str], beam_size: int = 4, alpha: float = 0.6) -> list[str]:
         "One translation per line (beam search, §6.1)."
-        return translate(self.model, self.tokenizer, [lines] if isinstance(lines, str) else list(lines), beam_size, alpha)
+        return translate(self.model, self.tokenizer, _text(lines), beam_size, alpha)
 
     def attention(self, sentence: str) -> dict:
         "The translation of one sentence and every attention weight behind it (`attention_record`, the explorer's format)."
-        return attention_record(self.model, self.tokenizer, sentence)
+        if not isinstance(sentence, str): raise TypeError(f"sentence: {type(sentence).__name__}; expected str")
+        return attention_record(self.model, self.tokenizer, _text(sentence)[0])
 
 @dataclass
 class ConstituencyParser:
@@ -65,7 +96,7 @@ class ConstituencyParser:
 
     def parse(self, lines: str | list[str]) -> list[Tree]:
         "One tree per line; a line is a tokenized sentence (words separated by spaces)."
-        lines = [lines] if isinstance(lines, str) else list(lines)
+        lines = _text(lines)
         if any(not l.split() for l in lines): raise ValueError("lines: a line holds no words; expected one tokenized sentence per line")
         return [t for t, _ in self.checkpoint.model_kind.run(self.model, self.vocab, [l.split() for l in lines])]
 
@@ -74,5 +105,43 @@ def pretrained(name: str, # a shipped model's name (`shipped_names()`)
                device: str = "cpu") -> Translator | ConstituencyParser:
     "A shipped model by name, every file checked against its manifest: a `Translator` or a `ConstituencyParser`."
     ck = load_checkpoint(shipped_path(name))
-    if ck.model_kind.command == "at-parse": return ConstituencyParser(name, *parser_of(ck, device), ck)
+    if ck.model_kind.serves("at-parse"): return ConstituencyParser(name, *parser_of(ck, device), ck)
     return Translator(name, *load_translator(ck, device=device), ck)
+
+# %% ../nbs/38_shipped_models.ipynb #7b2f4e61
+def _files_of(state, d: Path, stem: str):
+    "A tokenizer's state as JSON, each bytes value written to a file beside it (`spm.model` for a sentencepiece model)."
+    if isinstance(state, bytes):
+        name = "spm.model" if stem == "tokenizer.model_proto" else f"{stem}.bin"
+        (d / name).write_bytes(state); return {"file": name}
+    if isinstance(state, dict): return {k: _files_of(v, d, f"{stem}.{k}") for k, v in state.items()}
+    if isinstance(state, (list, tuple)): return [_files_of(v, d, stem) for v in state]
+    return state
+
+def write_shipped(ck: Checkpoint, # the model to ship (a training checkpoint, or an average)
+                  out: str | Path, # the directory to write (refused if it exists)
+                  provenance: dict, # where it came from: run, command, commit, hardware, steps, the score it reproduces
+                  dtype: torch.dtype = torch.bfloat16, # stored precision of floating-point weights (read back as fp32)
+                 ) -> Path:
+    "Write a model as config.json, model.safetensors, its tokenizer's files and a MANIFEST of sha256 sums, atomically."
+    from safetensors.torch import save_file
+    out = Path(out)
+    if out.exists(): raise FileExistsError(f"{out}: exists; remove it or choose another directory")
+    kept, tied = {}, {}
+    for k, t in ck.weights.items():  # a tied matrix once: safetensors refuses shared storage, and it would cost twice
+        same = next((j for j, u in kept.items() if u.data_ptr() == t.data_ptr() and u.shape == t.shape), None)
+        if same is not None: tied[k] = same
+        else: kept[k] = t
+    tmp = out.parent / f".{out.name}.partial"
+    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    try:
+        save_file({k: (t.to(dtype) if t.is_floating_point() else t).contiguous() for k, t in kept.items()},
+                  tmp / "model.safetensors")
+        tok = _files_of(ck.tokenizer, tmp, "tokenizer") if ck.tokenizer is not None else None
+        config = dict(format=SHIPPED_FORMAT, kind=ck.kind, model_config=ck.model_config,
+                      dtype=str(dtype).removeprefix("torch."), tied=tied, tokenizer=tok, provenance=provenance)
+        (tmp / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+        (tmp / "MANIFEST").write_text("".join(f"{sha256_file(p)}  {p.name}\n" for p in sorted(tmp.iterdir())))
+        os.replace(tmp, out)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return out

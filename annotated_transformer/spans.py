@@ -15,14 +15,16 @@ __all__ = ['EMPTY', 'tree_spans', 'spans_to_tree', 'cky']
 EMPTY = "∅"  # the empty label: a span that is not a constituent (label id 0)
 
 def tree_spans(tree: Tree) -> tuple[list[str], list[str], list[tuple[int, int, str]]]:
-    "A tree's words, POS tags and labelled spans (i, j, label) over words i..j-1, below TOP; a unary chain is one label joined by '+'."
+    """A tree's words, POS tags and labelled spans (i, j, label) over words i..j-1, below TOP; a unary chain is one
+    label joined by '+'."""
     words, tags, spans = [], [], []
     def go(t: Tree, above: list[str]):
         if t.is_preterminal():
             words.append(t.children[0]); tags.append(t.label)
             if above: spans.append((len(words) - 1, len(words), "+".join(above)))
             return
-        if any(isinstance(c, str) for c in t.children): raise TreeError(f"({t.label} ...): a word outside a preterminal")
+        if any(isinstance(c, str) for c in t.children):
+            raise TreeError(f"({t.label} ...): a word outside a preterminal")
         if len(t.children) == 1: return go(t.children[0], above + [t.label])  # a unary chain continues
         i = len(words)
         for c in t.children: go(c, [])
@@ -32,7 +34,8 @@ def tree_spans(tree: Tree) -> tuple[list[str], list[str], list[tuple[int, int, s
 
 # %% ../nbs/19a_spans.ipynb #c0a1e103
 def spans_to_tree(words: list[str], tags: list[str], spans: list[tuple[int, int, str]]) -> Tree:
-    "The tree of non-crossing labelled spans, under TOP; words outside any one-word span become preterminals `(tag word)`."
+    """The tree of non-crossing labelled spans, under TOP; words outside any one-word span become preterminals `(tag
+    word)`."""
     label = {(i, j): l for i, j, l in spans}
     ends = {}
     for i, j in label: ends.setdefault(i, []).append(j)
@@ -55,8 +58,10 @@ def spans_to_tree(words: list[str], tags: list[str], spans: list[tuple[int, int,
 @torch.no_grad()
 def cky(scores: Tensor, # (B, N+1, N+1, L) label scores of span (i, j); label 0 is the empty label
         lengths: Tensor, # (B,) words per sentence
-       ) -> tuple[list[list[tuple[int, int, int]]], Tensor]: # per sentence its labelled spans (i, j, label id); the best trees' scores (B,)
-    "The highest-scoring tree: sum of its spans' label scores, every span (i, j) of a binary bracketing labelled (∅ allowed except at the root)."
+       # per sentence its labelled spans (i, j, label id); the best trees' scores (B,)
+       ) -> tuple[list[list[tuple[int, int, int]]], Tensor]:
+    """The highest-scoring tree: sum of its spans' label scores, every span (i, j) of a binary bracketing labelled (∅
+    allowed except at the root)."""
     B, N, dev = scores.shape[0], scores.shape[1] - 1, scores.device
     lengths = lengths.to(dev)
     best, label = scores.max(-1)  # (B, N+1, N+1): the best label of every span

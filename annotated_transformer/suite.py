@@ -9,8 +9,9 @@ from dataclasses import asdict
 from pathlib import Path
 import torch
 from .model import make_model, count_parameters
-from .bench import (BENCH_PRESETS, bench_config, random_batch, at_threads, bench_train, bench_infer, bench_precision,
-    bench_attention, bench_decode, bench_decode_batches)
+from .bench import BENCH_PRESETS, bench_config, random_padded_batch, at_threads, bench_train
+from .bench import bench_infer, bench_precision, bench_attention, bench_decode
+from .bench import bench_decode_batches
 from .fast_path import VARIANTS, compile_plan, bench_compile, bench_loss, bench_adam, bench_mfu
 from .op_profile import bench_profile
 from .scaling import bench_memory, bench_seqlen, bench_batching
@@ -25,13 +26,16 @@ __all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'ROW_FIELDS', '
            'best_against_best']
 
 # %% ../nbs/33_bench_suite.ipynb #e28d90a2
-BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen", "batching",
-              "mfu", "compile", "ct2", "profile")
-DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b not in ("compile", "ct2", "profile"))  # `--compile` and `--checkpoint` add the
-# first two; the profile (where a training step's time goes, `bench_profile`) runs when --benchmarks names it
-DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32), ("cpu", "big"): (8, 32),
-                  ("cpu", "copy"): (64, 12), ("cpu", "ptb-sample"): (24, 64), ("cpu", "ptb-small"): (48, 64),  # about each task's
-                  ("cuda", "copy"): (64, 12), ("cuda", "ptb-sample"): (24, 64), ("cuda", "ptb-small"): (48, 64),  # token budget
+BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen",
+              "batching", "mfu", "compile", "ct2", "profile")
+# `--compile` and `--checkpoint` add the first two; the profile (where a training step's time goes, `bench_profile`)
+# runs when --benchmarks names it
+DEFAULT_BENCHMARKS = tuple(b for b in BENCHMARKS if b not in ("compile", "ct2", "profile"))
+DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu", "base"): (16, 32),
+                  ("cpu", "big"): (8, 32),
+                  # the tasks' models: about each task's token budget
+                  ("cpu", "copy"): (64, 12), ("cpu", "ptb-sample"): (24, 64), ("cpu", "ptb-small"): (48, 64),
+                  ("cuda", "copy"): (64, 12), ("cuda", "ptb-sample"): (24, 64), ("cuda", "ptb-small"): (48, 64),
                   ("cuda", "tiny"): (8, 12), ("cuda", "multi30k"): (256, 32), ("cuda", "base"): (128, 128),
                   ("cuda", "big"): (128, 128)}
 
@@ -51,9 +55,11 @@ def settings(device="cpu", threads: int | None = None) -> dict:
     return dict(torch=torch.__version__, python=platform.python_version(), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), threads=torch.get_num_threads(), device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
-                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(), time=time.strftime("%Y-%m-%d %H:%M:%S"),
+                cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(),
+                time=time.strftime("%Y-%m-%d %H:%M:%S"),
                 load_1_5_15_min=_load(), logical_cpus=os.cpu_count(),  # a loaded machine's numbers mean little
-                env={k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "TORCHINDUCTOR_"))})  # threads, compile caches
+                # threads, compile caches
+                env={k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "TORCHINDUCTOR_"))})
 
 def _load() -> list[float] | None:
     "The 1-, 5- and 15-minute load averages (None where the OS has none)."
@@ -68,36 +74,42 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run 
     ck = load_checkpoint(checkpoint)
     _, test, task = run_splits(ck, "test", data_dir=data_dir)
     res = compare_ct2(ck, test.src, test.tgt, threads=threads, reps=reps)
-    return dict(res, checkpoint=str(ck.path), checkpoint_sha256=hashlib.sha256(ck.path.read_bytes()).hexdigest(), step=ck.step,
-                task=task, split=test.split)
+    return dict(res, checkpoint=str(ck.path), checkpoint_sha256=hashlib.sha256(ck.path.read_bytes()).hexdigest(),
+                step=ck.step, task=task, split=test.split)
 
 # %% ../nbs/33_bench_suite.ipynb #ee685d90
-def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu", threads=1,
-                   shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
+def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu",
+                   threads=1, shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
                    seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
                    peak: float | None = None, data_dir=None, log=print,
                    decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
                    precisions=("fp32", "bf16"), # of the train, infer and memory benchmarks
                    checkpoint: str | Path | None = None, # a trained translation model, for the ct2 benchmark
-                   compile_threads: tuple[int, ...] | None = None) -> dict: # CPU thread counts of the compile benchmark (None: `threads`)
-    "Run the chosen benchmarks on each preset; seqlen and batching on `scaling_preset` only (default: the first preset)."
+                   compile_threads: tuple[int, ...] | None = None
+                  # CPU thread counts of the compile benchmark (None: `threads`)
+                  ) -> dict:
+    """Run the chosen benchmarks on each preset; seqlen and batching on `scaling_preset` only (default: the first
+    preset)."""
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown: raise ValueError(f"unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
     if reps < 1: raise ValueError(f"reps={reps}: expected at least one timed repetition")
     dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available(): raise RuntimeError(f"device={device!r} but CUDA is not available")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device={device!r} but CUDA is not available")
     if threads: torch.set_num_threads(threads)
     scaling_preset = scaling_preset or presets[0]
     out = dict(settings=dict(settings(device), reps=reps, warmup=warmup, presets={}), results={})
-    plan = compile_plan(device, precisions, compile_threads or (torch.get_num_threads(),), peak) if "compile" in benchmarks else {}
+    plan = (compile_plan(device, precisions, compile_threads or (torch.get_num_threads(),), peak)
+            if "compile" in benchmarks else {})
     if plan: out["settings"]["compile_peak"] = plan
-    elif "compile" in benchmarks: log(f"compile: nothing to run (precisions {precisions}; bf16 needs native bf16 on a CPU)")
+    elif "compile" in benchmarks:
+        log(f"compile: nothing to run (precisions {precisions}; bf16 needs native bf16 on a CPU)")
     for p in presets:
         cfg = bench_config(p); B, S = (shapes or {}).get(p, DEFAULT_SHAPES[(dev.type, p)])
         out["settings"]["presets"][p] = dict(config=asdict(cfg), batch_size=B, src_len=S, tgt_len=S,
                                              parameters=count_parameters(make_model(cfg)))
         r = out["results"][p] = {}
-        batch = random_batch(cfg, B, S, device=device)
+        batch = random_padded_batch(cfg, B, S, device=device)
         def run(name, f):
             if name in benchmarks:
                 t0 = time.perf_counter(); r[name] = f()
@@ -105,25 +117,32 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
         for prec in precisions:
             run("train", lambda: {**r.get("train", {}), prec: bench_train(cfg, batch, prec, reps, warmup, device)})
             run("infer", lambda: {**r.get("infer", {}), prec: bench_infer(cfg, batch, prec, reps, warmup, device)})
-            run("profile", lambda: {**r.get("profile", {}), prec: bench_profile(cfg, batch, prec, reps, warmup, device)})
+            run("profile",
+                lambda: {**r.get("profile", {}), prec: bench_profile(cfg, batch, prec, reps, warmup, device)})
         run("precision", lambda: bench_precision(cfg, batch, reps, warmup, device))
-        if plan: run("compile", lambda: {k: at_threads(c["threads"], lambda: bench_compile(cfg, batch, c["precision"], reps, warmup,
-                                                                                          device, c["tflops"])) for k, c in plan.items()})
+        if plan:
+            run("compile", lambda: {k: at_threads(c["threads"], lambda: bench_compile(cfg, batch, c["precision"], reps,
+                                                                                      warmup, device, c["tflops"]))
+                                    for k, c in plan.items()})
         run("attention", lambda: bench_attention(cfg, batch, "fp32", reps, warmup, device))
         run("loss", lambda: bench_loss(cfg, batch, "fp32", reps, warmup, device))
         run("adam", lambda: bench_adam(cfg, reps, warmup, device))
         run("decode", lambda: bench_decode(cfg, reps=max(1, min(reps, 3)), device=device))
-        run("decode_batch", lambda: bench_decode_batches(cfg, decode_batches, reps=1 if dev.type == "cpu" else reps, device=device))
+        run("decode_batch",
+            lambda: bench_decode_batches(cfg, decode_batches, reps=1 if dev.type == "cpu" else reps, device=device))
         run("memory", lambda: {prec: bench_memory(cfg, B, S, prec, device, threads or torch.get_num_threads())
                                for prec in precisions})
         if p == scaling_preset:
-            run("seqlen", lambda: bench_seqlen(cfg, seqlens, scaling_tokens, "fp32", max(1, min(reps, 3)), warmup, device))
+            run("seqlen",
+                lambda: bench_seqlen(cfg, seqlens, scaling_tokens, "fp32", max(1, min(reps, 3)), warmup, device))
             run("batching", lambda: bench_batching(cfg, scaling_tokens, 4, "fp32", data_dir, device, warmup))
         if dev.type == "cuda" and p in ("base", "big"):
             run("mfu", lambda: bench_mfu(cfg, device=device, peak=peak))
     if "ct2" in benchmarks:  # once, on the trained model: its own shape, not a preset's
-        if checkpoint is None: raise ValueError("the ct2 benchmark decodes a trained translation model: pass checkpoint=")
-        t0 = time.perf_counter(); out["ct2"] = bench_ct2(checkpoint, data_dir, threads or torch.get_num_threads(), max(1, min(reps, 3)))
+        if checkpoint is None:
+            raise ValueError("the ct2 benchmark decodes a trained translation model: pass checkpoint=")
+        t0 = time.perf_counter()
+        out["ct2"] = bench_ct2(checkpoint, data_dir, threads or torch.get_num_threads(), max(1, min(reps, 3)))
         log(f"[trained] ct2 done in {time.perf_counter() - t0:.1f} s")
     return out
 
@@ -134,37 +153,48 @@ def bench_plan(presets: str, # comma-separated names of `BENCH_PRESETS`: model s
                device: str = "cpu", # cpu, cuda or cuda:N
                compile: bool | None = None, # add the compile benchmark (None: on CUDA when `benchmarks` is None)
                batch_size: int | None = None, src_len: int | None = None, # None: `DEFAULT_SHAPES`
-               checkpoint: str | None = None, # a trained translation model: adds the ct2 benchmark (when `benchmarks` is None)
+               # a trained translation model: adds the ct2 benchmark (when `benchmarks` is None)
+               checkpoint: str | None = None,
               ) -> tuple[list[str], tuple[str, ...], tuple[str, ...], dict]: # presets, precisions, benchmarks, shapes
     "What `at-bench` will run, checked before anything runs: a wrong name is an error naming the argument."
     names = [p for p in presets.split(",") if p]
-    if not names: raise ValueError(f"presets={presets!r}: expected comma-separated model sizes ({', '.join(BENCH_PRESETS)})")
+    if not names:
+        raise ValueError(f"presets={presets!r}: expected comma-separated model sizes ({', '.join(BENCH_PRESETS)})")
     for p in names:
         try: bench_config(p)
         except ValueError as e: raise ValueError(f"presets={presets!r}: {e}") from None
     precs = tuple(x for x in precisions.split(",") if x)
-    if not precs or set(precs) - {"fp32", "bf16"}: raise ValueError(f"precisions={precisions!r}: expected fp32, bf16 or fp32,bf16")
+    if not precs or set(precs) - {"fp32", "bf16"}:
+        raise ValueError(f"precisions={precisions!r}: expected fp32, bf16 or fp32,bf16")
     try: dev = torch.device(device)
     except RuntimeError: raise ValueError(f"device={device!r}: expected cpu, cuda or cuda:N") from None
-    if dev.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"device={device!r}: CUDA is not available")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: CUDA is not available")
     chosen = tuple(b for b in (benchmarks or ",".join(DEFAULT_BENCHMARKS)).split(",") if b)
-    if (compile if compile is not None else dev.type == "cuda" and benchmarks is None) and "compile" not in chosen: chosen += ("compile",)
+    if (compile if compile is not None else dev.type == "cuda" and benchmarks is None) and "compile" not in chosen:
+        chosen += ("compile",)
     if checkpoint is not None:  # read now, not after minutes of other benchmarks: a damaged or foreign file fails here
         if not Path(checkpoint).exists(): raise ValueError(f"checkpoint={checkpoint}: no such file or directory")
-        try: load_checkpoint(checkpoint).served_by("at-translate", "at-bench --benchmarks ct2")  # ct2 decodes what at-translate serves
+        # ct2 decodes what at-translate serves
+        try: load_checkpoint(checkpoint).served_by("at-translate", "at-bench --benchmarks ct2")
         except CheckpointError as e: raise ValueError(f"checkpoint={checkpoint}: {e}") from None
     if checkpoint is not None and benchmarks is None: chosen += ("ct2",)
     if "ct2" in chosen and checkpoint is None:
-        raise ValueError(f"benchmarks={benchmarks!r}: ct2 decodes a trained translation model; give its checkpoint (--checkpoint)")
+        raise ValueError(f"benchmarks={benchmarks!r}: ct2 decodes a trained translation model; "
+                         "give its checkpoint (--checkpoint)")
     unknown = sorted(set(chosen) - set(BENCHMARKS))
-    if unknown: raise ValueError(f"benchmarks={benchmarks!r}: unknown benchmarks {unknown}; choose from {', '.join(BENCHMARKS)}")
-    shapes = {p: (batch_size or DEFAULT_SHAPES[(dev.type, p)][0], src_len or DEFAULT_SHAPES[(dev.type, p)][1]) for p in names}
+    if unknown:
+        raise ValueError(f"benchmarks={benchmarks!r}: unknown benchmarks {unknown}; "
+                         f"choose from {', '.join(BENCHMARKS)}")
+    shapes = {p: (batch_size or DEFAULT_SHAPES[(dev.type, p)][0], src_len or DEFAULT_SHAPES[(dev.type, p)][1])
+              for p in names}
     return names, precs, chosen, shapes
 
 # %% ../nbs/33_bench_suite.ipynb #5b1e7a21
 def variants_of(setting: dict, # one setting of `bench_compile`'s result: variant name -> its timings
                ) -> list[str]: # the names in `VARIANTS` that it has, in their order
-    "The variants one stored setting of the compile benchmark measured (a run stored before a variant was added lacks it)."
+    """The variants one stored setting of the compile benchmark measured (a run stored before a variant was added lacks
+    it)."""
     return [v for v in VARIANTS if v in setting]
 
 # %% ../nbs/33_bench_suite.ipynb #1db1cce9
@@ -172,15 +202,17 @@ def _speed_rows(r: dict): # one preset's results
     "Rows of training and inference throughput against `nn.Transformer`, the profile's groups, and bf16 against fp32."
     for kind in ("train", "infer"):
         for prec, x in r.get(kind, {}).items():
-            yield f"{kind} {prec} tokens/s", x["ours"]["tok_per_s"], x["torch"]["tok_per_s"], "nn.Transformer", x["ratio"]
+            yield (f"{kind} {prec} tokens/s", x["ours"]["tok_per_s"], x["torch"]["tok_per_s"], "nn.Transformer",
+                   x["ratio"])
     for prec, x in r.get("profile", {}).items():  # where the time goes: self time per operator group, ms per step
         for g in x["ours"]["groups_ms"]:
-            yield (f"profile {prec}: {g}, ms/step, lower is better", x["ours"]["groups_ms"][g], x["torch"]["groups_ms"][g], "nn.Transformer",
+            yield (f"profile {prec}: {g}, ms/step, lower is better", x["ours"]["groups_ms"][g],
+                   x["torch"]["groups_ms"][g], "nn.Transformer",
                    x["ours"]["groups_ms"][g] / x["torch"]["groups_ms"][g] if x["torch"]["groups_ms"][g] else None)
     t = r.get("train", {})
     if "fp32" in t and "bf16" in t:
-        yield ("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"], t["fp32"]["ours"]["tok_per_s"],
-               "fp32", t["bf16"]["ours"]["tok_per_s"] / t["fp32"]["ours"]["tok_per_s"])
+        yield ("train tokens/s, bf16 autocast vs fp32 (ours)", t["bf16"]["ours"]["tok_per_s"],
+               t["fp32"]["ours"]["tok_per_s"], "fp32", t["bf16"]["ours"]["tok_per_s"] / t["fp32"]["ours"]["tok_per_s"])
     if "precision" in r:
         x = r["precision"]
         yield (f"train tokens/s, bf16 vs fp32, trainer's step (auto: {x['auto']})", x["bf16"]["tok_per_s"],
@@ -188,18 +220,20 @@ def _speed_rows(r: dict): # one preset's results
 
 # %% ../nbs/33_bench_suite.ipynb #c5b22081
 def _compile_rows(r: dict): # one preset's results
-    "Rows of the compile benchmark: eager, compiled and the fast path against `nn.Transformer`, and each variant's utilization."
+    """Rows of the compile benchmark: eager, compiled and the fast path against `nn.Transformer`, and each variant's
+    utilization."""
     for prec, x in r.get("compile", {}).items():  # prec: "fp32, 1 thread", ...
-        yield f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"], "nn.Transformer", x["eager_ratio"]
-        yield (f"train {prec} tokens/s, both compiled", x["ours_compiled"]["tok_per_s"], x["torch_compiled"]["tok_per_s"],
-               "nn.T. compiled", x["compiled_ratio"])
+        yield (f"train {prec} tokens/s, eager", x["ours_eager"]["tok_per_s"], x["torch_eager"]["tok_per_s"],
+               "nn.Transformer", x["eager_ratio"])
+        yield (f"train {prec} tokens/s, both compiled", x["ours_compiled"]["tok_per_s"],
+               x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["compiled_ratio"])
         yield (f"train {prec} tokens/s, ours fast path vs nn.T. compiled", x["ours_fast"]["tok_per_s"],
                x["torch_compiled"]["tok_per_s"], "nn.T. compiled", x["fast_ratio"])
         if "ours_fast_eager" in variants_of(x):
             yield (f"train {prec} tokens/s, ours fast path eager vs nn.T. eager", x["ours_fast_eager"]["tok_per_s"],
                    x["torch_eager"]["tok_per_s"], "nn.Transformer", x["fast_eager_ratio"])
-        yield (f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"], x["ours_eager"]["tok_per_s"],
-               "eager", x["compile_gain_ours"])
+        yield (f"train {prec} tokens/s, ours compiled vs eager", x["ours_compiled"]["tok_per_s"],
+               x["ours_eager"]["tok_per_s"], "eager", x["compile_gain_ours"])
         if x.get("peak_tflops"):
             for k in variants_of(x):
                 yield f"train TFLOP/s {prec}, utilization: {k}", x[k]["tflops"], x["peak_tflops"], "peak", x[k]["mfu"]
@@ -209,14 +243,18 @@ def _kernel_rows(r: dict): # one preset's results
     "Rows of the pieces timed alone: fused against explicit attention, the chunked loss, the Adam implementations."
     if "attention" in r:
         x = r["attention"]
-        yield "train step s, fused vs explicit attention", x["fused_step_s"], x["explicit_step_s"], "explicit", x["ratio"]
+        yield ("train step s, fused vs explicit attention", x["fused_step_s"], x["explicit_step_s"], "explicit",
+               x["ratio"])
     if "loss" in r:
         x = r["loss"]
-        yield "train step s, chunked vs readable loss", x["chunked_step_s"], x["readable_step_s"], "readable loss", x["ratio"]
+        yield ("train step s, chunked vs readable loss", x["chunked_step_s"], x["readable_step_s"], "readable loss",
+               x["ratio"])
     if "adam" in r:
         x = r["adam"]
-        yield "Adam step s, foreach vs readable loop", x["step_s"]["foreach"], x["step_s"]["readable"], "readable loop", x["foreach_ratio"]
-        yield "Adam step s, fused vs readable loop", x["step_s"]["fused"], x["step_s"]["readable"], "readable loop", x["fused_ratio"]
+        yield ("Adam step s, foreach vs readable loop", x["step_s"]["foreach"], x["step_s"]["readable"],
+               "readable loop", x["foreach_ratio"])
+        yield ("Adam step s, fused vs readable loop", x["step_s"]["fused"], x["step_s"]["readable"], "readable loop",
+               x["fused_ratio"])
 
 # %% ../nbs/33_bench_suite.ipynb #092bfe07
 def _decode_rows(r: dict): # one preset's results
@@ -225,26 +263,30 @@ def _decode_rows(r: dict): # one preset's results
         what = f"beam {x['beam_size']} sent/s, S={x['src_len']}, B={x['n_sentences']}"
         yield f"{what}, cache vs none", x["cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["speedup"]
         if "static_cache_sent_per_s" in x:
-            yield f"{what}, static vs none", x["static_cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache", x["static_speedup"]
-            yield f"{what}, static vs cache", x["static_cache_sent_per_s"], x["cache_sent_per_s"], "readable cache", x["static_vs_cache"]
+            yield (f"{what}, static vs none", x["static_cache_sent_per_s"], x["no_cache_sent_per_s"], "no cache",
+                   x["static_speedup"])
+            yield (f"{what}, static vs cache", x["static_cache_sent_per_s"], x["cache_sent_per_s"], "readable cache",
+                   x["static_vs_cache"])
 
 # %% ../nbs/33_bench_suite.ipynb #63e03c45
 def _cost_rows(r: dict): # one preset's results
     "Rows of peak memory and its growth in training, token-budget batching, and the GPU's utilization."
     for prec, x in r.get("memory", {}).items():
-        yield f"peak MiB {prec} ({x['kind']}), lower is better", x["ours"]["peak_mb"], x["torch"]["peak_mb"], "nn.Transformer", x["ratio"]
+        yield (f"peak MiB {prec} ({x['kind']}), lower is better", x["ours"]["peak_mb"], x["torch"]["peak_mb"],
+               "nn.Transformer", x["ratio"])
         if "ours_fast" in x:
-            yield (f"peak MiB {prec}, ours fast path, lower is better", x["ours_fast"]["peak_mb"], x["torch"]["peak_mb"],
-                   "nn.Transformer", x["fast_ratio"])
+            yield (f"peak MiB {prec}, ours fast path, lower is better", x["ours_fast"]["peak_mb"],
+                   x["torch"]["peak_mb"], "nn.Transformer", x["fast_ratio"])
         if x.get("growth_ratio") is not None:
-            yield (f"RSS growth MiB {prec} in training, lower is better", x["ours"]["growth_mb"], x["torch"]["growth_mb"],
-                   "nn.Transformer", x["growth_ratio"])
+            yield (f"RSS growth MiB {prec} in training, lower is better", x["ours"]["growth_mb"],
+                   x["torch"]["growth_mb"], "nn.Transformer", x["growth_ratio"])
         if x.get("fast_growth_ratio") is not None:
-            yield (f"RSS growth MiB {prec}, ours fast path, lower is better", x["ours_fast"]["growth_mb"], x["torch"]["growth_mb"],
-                   "nn.Transformer", x["fast_growth_ratio"])
+            yield (f"RSS growth MiB {prec}, ours fast path, lower is better", x["ours_fast"]["growth_mb"],
+                   x["torch"]["growth_mb"], "nn.Transformer", x["fast_growth_ratio"])
     if "batching" in r:
         x = r["batching"]
-        yield "useful tokens/s, token budget vs fixed", x["token_budget"]["tok_per_s"], x["fixed"]["tok_per_s"], "fixed batches", x["ratio"]
+        yield ("useful tokens/s, token budget vs fixed", x["token_budget"]["tok_per_s"], x["fixed"]["tok_per_s"],
+               "fixed batches", x["ratio"])
     if "mfu" in r:
         x = r["mfu"]
         yield "bf16 TFLOP/s, MFU vs peak", x["tflops"], x["peak_tflops"], f"{x['device_name']} peak", x["mfu"]
@@ -254,14 +296,17 @@ def _ct2_rows(x: dict): # the ct2 benchmark's result
     "Rows of the trained model against CTranslate2: speed, BLEU, and the share of identical translations."
     what = f"beam {x['beam_size']} sent/s, {x['sentences']} sentences, B={x['batch_size']}"
     for ct in ("float32", "int8"):
-        yield f"{what}, vs CTranslate2 {ct}", x["ours"]["sentences_per_s"], x[f"ct2_{ct}"]["sentences_per_s"], f"CTranslate2 {ct}", x[f"ours_over_ct2_{ct}"]
-    yield "BLEU, beam, ours vs CTranslate2 float32", x["ours"]["bleu"], x["ct2_float32"]["bleu"], "CTranslate2 float32", None
-    yield ("BLEU, beam, CTranslate2's own |Y|^alpha penalty vs GNMT's", x["ct2_float32_own_penalty"]["bleu"], x["ct2_float32"]["bleu"],
+        yield (f"{what}, vs CTranslate2 {ct}", x["ours"]["sentences_per_s"], x[f"ct2_{ct}"]["sentences_per_s"],
+               f"CTranslate2 {ct}", x[f"ours_over_ct2_{ct}"])
+    yield ("BLEU, beam, ours vs CTranslate2 float32", x["ours"]["bleu"], x["ct2_float32"]["bleu"],
            "CTranslate2 float32", None)
+    yield ("BLEU, beam, CTranslate2's own |Y|^alpha penalty vs GNMT's", x["ct2_float32_own_penalty"]["bleu"],
+           x["ct2_float32"]["bleu"], "CTranslate2 float32", None)
     yield "identical translations, greedy / beam", x["greedy_identical"], x["beam_identical"], "share", None
 
 # %% ../nbs/33_bench_suite.ipynb #38ac02c6
-ROW_FIELDS = ("what", "ours", "ref", "vs", "ratio")  # a row: measurement, ours, reference, what the reference is, ours / reference
+# a row: measurement, ours, reference, what the reference is, ours / reference
+ROW_FIELDS = ("what", "ours", "ref", "vs", "ratio")
 
 def ratio_rows(res: dict) -> list[dict]:
     "Flatten a `run_benchmarks` result into rows: preset, measurement, ours, reference, unit, ratio."
@@ -273,9 +318,11 @@ def ratio_rows(res: dict) -> list[dict]:
 
 # %% ../nbs/33_bench_suite.ipynb #49e63dfd
 def cpu_label(settings: dict) -> str:
-    "The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC (AVX2 only, no native bf16)'."
+    """The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16,
+    avx512_bf16)', 'AMD EPYC (AVX2 only, no native bf16)'."""
     c = settings["cpu"]
-    flags = [k for k in ("amx_bf16", "avx512_bf16") if c.get(k)] or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"]
+    flags = ([k for k in ("amx_bf16", "avx512_bf16") if c.get(k)]
+             or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"])
     return f"{short_cpu(c['model'])} ({', '.join(flags)})"
 
 def batch_label(settings: dict, preset: str) -> str:
@@ -291,8 +338,10 @@ def print_report(res: dict, file=None):
           f"reps {s['reps']} (median), warm-up {s['warmup']} | {s['time']}", file=file)
     if "cpu" in s:
         c = s["cpu"]
-        print(f"  CPU {c.get('model')}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items() if k != "model")
-              + (f"; load at the start {' / '.join(map(str, s['load_1_5_15_min']))} (1 / 5 / 15 min) on {s['logical_cpus']} logical CPUs"
+        print(f"  CPU {c.get('model')}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items()
+                                                      if k != "model")
+              + (f"; load at the start {' / '.join(map(str, s['load_1_5_15_min']))} (1 / 5 / 15 min) on "
+                 f"{s['logical_cpus']} logical CPUs"
                  if s.get("load_1_5_15_min") else ""), file=file)
     for k, c in s.get("compile_peak", {}).items():
         print(f"  utilization denominator, {k}: {c['tflops']:.3f} TFLOP/s ({c['kind']})" if c["tflops"]
@@ -300,19 +349,21 @@ def print_report(res: dict, file=None):
     for p, x in s["presets"].items():
         c = x["config"]
         print(f"  {p}: d_model {c['d_model']}, layers {c['n_layers']}, heads {c['n_heads']}, d_ff {c['d_ff']}, vocab "
-              f"{c['tgt_vocab_size']}, norm_first {c['norm_first']}, dropout {c['dropout']}, {x['parameters']:,} params, "
-              f"batch {batch_label(s, p)}", file=file)
+              f"{c['tgt_vocab_size']}, norm_first {c['norm_first']}, dropout {c['dropout']}, "
+              f"{x['parameters']:,} params, batch {batch_label(s, p)}", file=file)
     print(f"{'preset':9s} {'measurement':58s} {'ours':>12s} {'reference':>12s} {'vs':>16s} {'ratio':>7s}", file=file)
     for r in ratio_rows(res):
         fmt = lambda v: "-" if v is None else f"{v:12.4g}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:7.2f}"
-        print(f"{r['preset']:9s} {r['what']:58s} {fmt(r['ours']):>12s} {fmt(r['ref']):>12s} {r['vs']:>16s} {ratio:>7s}", file=file)
+        print(f"{r['preset']:9s} {r['what']:58s} {fmt(r['ours']):>12s} {fmt(r['ref']):>12s} {r['vs']:>16s} {ratio:>7s}",
+              file=file)
 
 # %% ../nbs/33_bench_suite.ipynb #90044270
 def best_against_best(setting: dict, # one setting of `bench_compile`'s result: variant name -> its timings
                      ) -> dict: # each side's fastest variant, ours ÷ nn.Transformer between them, and each one's MFU
     "Our fastest variant against `nn.Transformer`'s fastest (compile time not counted), with the utilization of each."
-    best = lambda who: max((v for v in variants_of(setting) if v.startswith(who)), key=lambda v: setting[v]["tok_per_s"])
+    best = lambda who: max((v for v in variants_of(setting) if v.startswith(who)),
+                           key=lambda v: setting[v]["tok_per_s"])
     o, t = best("ours"), best("torch")
     return dict(ours=o, torch=t, ratio=setting[o]["tok_per_s"] / setting[t]["tok_per_s"],
                 ours_mfu=setting[o].get("mfu"), torch_mfu=setting[t].get("mfu"))

@@ -32,11 +32,13 @@ def compare(rows: list[dict]) -> list[dict]:
 # %% ../nbs/16_table3.ipynb #0a35fdfe
 # Label placement for the scatter of `plot_table3`: labels that overlap neither each other nor the points.
 def _label_points(ax, xs, ys, labels, avoid=(), fontsize=8):
-    "Label points without overlaps: each label takes the nearest free spot around its point, with a leader line when it sits away."
+    """Label points without overlaps: each label takes the nearest free spot around its point, with a leader line when
+    it sits away."""
     fig = ax.figure
     fig.canvas.draw()
     r, pt = fig.canvas.get_renderer(), fig.dpi / 72  # pixels per point
-    P = [tuple(p) for p in ax.transData.transform(list(zip(xs, ys)) + list(avoid))]  # pixels: the labelled points, then the others
+    # pixels: the labelled points, then the others
+    P = [tuple(p) for p in ax.transData.transform(list(zip(xs, ys)) + list(avoid))]
     box, mark = ax.get_window_extent(r), 3.5 * pt  # the axes; a marker's radius and margin
     sizes = []
     for s in labels:
@@ -59,12 +61,14 @@ def _label_points(ax, xs, ys, labels, avoid=(), fontsize=8):
     crowd = [sum(math.dist(p, q) < 40 * pt for q in P) for p in P]
     for i in sorted(range(len(labels)), key=lambda i: (-crowd[i], ys[i])):  # the most crowded points choose first
         (w, h), p, best, least = sizes[i], P[i], None, None
-        near = any(j != i and math.dist(P[i], P[j]) < 12 * pt for j in range(len(P)))  # a label beside it could name either
+        # a label beside it could name either
+        near = any(j != i and math.dist(P[i], P[j]) < 12 * pt for j in range(len(P)))
         for rad in ((16, 24, 32, 42, 54, 70, 90) if near else (4, 10, 18, 28, 40, 54, 70)):
             for deg in range(0, 360, 15):
                 a = math.radians(deg)
                 dx, dy = rad * pt * math.cos(a), rad * pt * math.sin(a)
-                c = (p[0] + dx + math.copysign(w / 2, dx) * (abs(dx) > 1e-6), p[1] + dy + math.copysign(h / 2, dy) * (abs(dy) > 1e-6))
+                c = (p[0] + dx + math.copysign(w / 2, dx) * (abs(dx) > 1e-6),
+                     p[1] + dy + math.copysign(h / 2, dy) * (abs(dy) > 1e-6))
                 b = (c[0] - w / 2, c[1] - h / 2, c[0] + w / 2, c[1] + h / 2)
                 cost = rad + 6 * abs(math.sin(a))  # beside the point rather than above or below it
                 cand = (hits(b) + ((rad > 4 or near) and crosses(i, c)), cost, b, c, rad)  # (clashes, cost, ...)
@@ -75,12 +79,13 @@ def _label_points(ax, xs, ys, labels, avoid=(), fontsize=8):
         placed.append(b)
         line = near or rad > 4
         if line: leaders.append((p, c))
-        ax.annotate(labels[i], (xs[i], ys[i]), xytext=((c[0] - p[0]) / pt, (c[1] - p[1]) / pt), textcoords="offset points",
-                    ha="center", va="center", fontsize=fontsize,
+        ax.annotate(labels[i], (xs[i], ys[i]), xytext=((c[0] - p[0]) / pt, (c[1] - p[1]) / pt),
+                    textcoords="offset points", ha="center", va="center", fontsize=fontsize,
                     arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=2, shrinkB=0) if line else None)
 
 def _label_column(ax, ys, labels, x=0.0, fontsize=8):
-    "Label points that share one x: labels in a column to their right, in the points' order, spread to one line apart, with leader lines."
+    """Label points that share one x: labels in a column to their right, in the points' order, spread to one line apart,
+    with leader lines."""
     fig = ax.figure
     fig.canvas.draw()
     r, pt = fig.canvas.get_renderer(), fig.dpi / 72
@@ -94,7 +99,8 @@ def _label_column(ax, ys, labels, x=0.0, fontsize=8):
     for k in range(len(got) - 1, -1, -1):  # ... then down, within the axes
         top = min(got[k], top); got[k] = top; top -= gap
     for k, i in enumerate(order):
-        ax.annotate(labels[i], (x, ys[i]), xytext=(28, (got[k] - want[k]) / pt), textcoords="offset points", ha="left", va="center",
+        ax.annotate(labels[i], (x, ys[i]), xytext=(28, (got[k] - want[k]) / pt), textcoords="offset points", ha="left",
+                    va="center",
                     fontsize=fontsize, arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=2, shrinkB=1))
 
 
@@ -117,17 +123,22 @@ def plot_table3(rows: list[dict], title: str | None = None):
         a.axvline(1.0 if "ratio" in ours else 0.0, color="k", lw=0.8)
         a.set_yticks(y, [r["row"] for r in c], fontsize=8); a.set_xlabel(label, fontsize=9); a.tick_params(labelsize=8)
     a_bleu.set_yticklabels([])
-    a_ppl.legend(fontsize=8, loc="lower center", bbox_to_anchor=(1.04, 1.0), ncol=2, frameon=False)  # one legend for both panels
+    # one legend for both panels
+    a_ppl.legend(fontsize=8, loc="lower center", bbox_to_anchor=(1.04, 1.0), ncol=2, frameon=False)
     base_params = next(r["params_m"] for r in c if r["row"] == "base")
-    same = [r for r in c if r["params_m"] == base_params]  # rows that keep the base's size (A, D): one vertical line, named at the side
+    # rows that keep the base's size (A, D): one vertical line, named at the side
+    same = [r for r in c if r["params_m"] == base_params]
     other = [r for r in c if r["params_m"] != base_params]
     ax.scatter([r["params_m"] for r in other], [r["dev_ppl"] for r in other], color="C0", s=14, zorder=3)
     ax.scatter([base_params] * len(same), [r["dev_ppl"] for r in same], color="C1", s=14, zorder=3)
     ax.legend(["rows of other sizes", "rows of the base's size, named at right"], fontsize=8, loc="best")
-    ax.set_xscale("log"); ax.set_xlabel("parameters (millions, ours)", fontsize=9); ax.set_ylabel("dev perplexity (ours)", fontsize=9)
+    ax.set_xscale("log"); ax.set_xlabel("parameters (millions, ours)", fontsize=9)
+    ax.set_ylabel("dev perplexity (ours)", fontsize=9)
     ax.xaxis.set_major_formatter(ScalarFormatter()); ax.xaxis.set_minor_formatter(NullFormatter())
     lo, hi = min(r["params_m"] for r in c) / 1.3, max(r["params_m"] for r in c) * 1.8  # room for a label on the right
-    ax.set_xlim(lo, hi); ax.set_xticks([2 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1) if lo <= 2 ** k <= hi])
+    ax.set_xlim(lo, hi)
+    ax.set_xticks([2 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)
+                   if lo <= 2 ** k <= hi])
     ax.tick_params(labelsize=8)
     lo, hi = min(r["dev_ppl"] for r in c), max(r["dev_ppl"] for r in c)
     ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
@@ -150,7 +161,8 @@ def trend_checks(rows: list[dict]) -> list[dict]:
         if not all(n in t for n in need): return None
         return bool(fn(lambda n: t[n]["dev_ppl"], lambda n: t[n]["dev_bleu"]))
     heads = ["A h=1", "A h=4", "base", "A h=16", "A h=32"]
-    near = lambda ppl, bleu: abs(ppl("E learned pos") / ppl("base") - 1) <= 0.03 and abs(bleu("E learned pos") - bleu("base")) <= 0.5
+    near = lambda ppl, bleu: (abs(ppl("E learned pos") / ppl("base") - 1) <= 0.03
+                              and abs(bleu("E learned pos") - bleu("base")) <= 0.5)
     claims = [
         ("single-head attention is worse than the best head count (BLEU)", heads,
          lambda ppl, bleu: bleu("A h=1") < max(bleu(n) for n in heads)),
@@ -172,18 +184,21 @@ def trend_checks(rows: list[dict]) -> list[dict]:
          lambda ppl, bleu: ppl("D P_drop=0.0") > ppl("base")),
         ("dropout helps: P_drop=0.0 has lower BLEU than base", ["base", "D P_drop=0.0"],
          lambda ppl, bleu: bleu("D P_drop=0.0") < bleu("base")),
-        ("label smoothing hurts perplexity: eps_ls=0.0 ppl < base ppl < eps_ls=0.2 ppl", ["D eps_ls=0.0", "base", "D eps_ls=0.2"],
+        ("label smoothing hurts perplexity: eps_ls=0.0 ppl < base ppl < eps_ls=0.2 ppl",
+         ["D eps_ls=0.0", "base", "D eps_ls=0.2"],
          lambda ppl, bleu: ppl("D eps_ls=0.0") < ppl("base") < ppl("D eps_ls=0.2")),
         ("... but improves BLEU: eps_ls=0.0 BLEU < base BLEU", ["D eps_ls=0.0", "base"],
          lambda ppl, bleu: bleu("D eps_ls=0.0") < bleu("base")),
         ("learned positional embeddings are nearly identical to sinusoids", ["base", "E learned pos"], near),
-        ("the big model is the best row (lowest ppl)", list(paper), lambda ppl, bleu: ppl("big") == min(ppl(n) for n in ours if n in paper)),
+        ("the big model is the best row (lowest ppl)", list(paper),
+         lambda ppl, bleu: ppl("big") == min(ppl(n) for n in ours if n in paper)),
     ]
     return [dict(claim=c, paper=check(paper, need, fn), ours=check(ours, need, fn)) for c, need, fn in claims]
 
 # %% ../nbs/16_table3.ipynb #e0f52374
 METRICS = ("dev_ppl", "dev_bleu")  # what the verdict looks at: the two columns of Table 3
-FLAT = dict(dev_ppl=0.02, dev_bleu=0.1)  # a paper change this small is "no change": two units of its last printed digit (ppl) / one (BLEU)
+# a paper change this small is "no change": two units of its last printed digit (ppl) / one (BLEU)
+FLAT = dict(dev_ppl=0.02, dev_bleu=0.1)
 HIGHER_IS_BETTER = dict(dev_ppl=False, dev_bleu=True)
 
 def spread(xs: list[float]) -> float:
@@ -193,7 +208,8 @@ def spread(xs: list[float]) -> float:
 def no_change(paper_delta: float, # the paper's row minus its base
               flat: float, # a change at most this is "no change" (`FLAT`)
              ) -> bool:
-    "Whether the paper's change is within `flat`, compared at the paper's printed precision: 25.7 - 25.8 is -0.10000000000000142 in floats, and a change of 0.1."
+    """Whether the paper's change is within `flat`, compared at the paper's printed precision: 25.7 - 25.8 is
+    -0.10000000000000142 in floats, and a change of 0.1."""
     return round(abs(paper_delta), 6) <= flat
 
 def metric_verdict(base: dict[int, float], # seed -> the base row's value
@@ -203,17 +219,20 @@ def metric_verdict(base: dict[int, float], # seed -> the base row's value
                   ) -> tuple[str, float]: # (verdict, our mean paired difference)
     "One metric's verdict by the rule above: 'agrees', 'reverses' or 'inconclusive', and our mean difference from base."
     seeds = sorted(set(base) & set(row))
-    deltas = [row[k] - base[k] for k in seeds]  # paired by seed: same batches and same starting point where shapes match
+    # paired by seed: same batches and same starting point where shapes match
+    deltas = [row[k] - base[k] for k in seeds]
     mean = sum(deltas) / len(deltas) if deltas else float("nan")
     if len(seeds) < 2: return "inconclusive", mean  # no spread to compare with
     noise = max(spread([base[k] for k in seeds]), spread([row[k] for k in seeds]))
     clear = (all(d > 0 for d in deltas) or all(d < 0 for d in deltas)) and abs(mean) > noise
-    if no_change(paper_delta, flat): return ("reverses" if clear else "agrees"), mean  # the paper's claim here is "no change"
+    # the paper's claim here is "no change"
+    if no_change(paper_delta, flat): return ("reverses" if clear else "agrees"), mean
     if not clear: return "inconclusive", mean
     return ("agrees" if (mean > 0) == (paper_delta > 0) else "reverses"), mean
 
 def row_verdict(verdicts: list[str]) -> str:
-    "A row's verdict from its metrics': agrees if none reverses and one agrees, reverses if none agrees and one reverses, else inconclusive."
+    """A row's verdict from its metrics': agrees if none reverses and one agrees, reverses if none agrees and one
+    reverses, else inconclusive."""
     if "reverses" not in verdicts and "agrees" in verdicts: return "agrees"
     if "agrees" not in verdicts and "reverses" in verdicts: return "reverses"
     return "inconclusive"
@@ -224,7 +243,8 @@ SUMMARY_FIELDS = ["row", "group", "seeds", "dev_ppl_mean", "dev_ppl_spread", "de
                   "verdict_ppl", "verdict_bleu", "verdict"]
 
 def summarize_seeds(runs: list[dict]) -> list[dict]:
-    "Per row of a grid's table3.csv (one line per row and seed): mean and spread over seeds, the paper's values, and the verdicts."
+    """Per row of a grid's table3.csv (one line per row and seed): mean and spread over seeds, the paper's values, and
+    the verdicts."""
     by = {}
     for r in runs: by.setdefault(r["row"], {})[r.get("seed", 0)] = r
     if "base" not in by: raise ValueError("the table has no 'base' row: every verdict is a change against it")
@@ -248,7 +268,8 @@ def summarize_seeds(runs: list[dict]) -> list[dict]:
 
 # %% ../nbs/16_table3.ipynb #85e5a478
 def write_summary(grid: str | Path) -> Path | None:
-    "Write grid/summary.csv from grid/table3.csv (rewritten whole, atomically): one line per row; None while there is no base row yet."
+    """Write grid/summary.csv from grid/table3.csv (rewritten whole, atomically): one line per row; None while there is
+    no base row yet."""
     grid = Path(grid)
     runs = read_table(grid) if (grid / "table3.csv").is_file() else []
     if not any(r["row"] == "base" for r in runs): return None
@@ -265,5 +286,6 @@ def tail_gain(steps: list[int], ppl: list[float], # a run's dev perplexity curve
              ) -> float: # 1 - ppl(end) / ppl(end - frac * end): 0.034 means the tail took 3.4% off
     "How much of its dev perplexity a run lost over the last `frac` of its steps."
     start = steps[-1] - round(frac * steps[-1])
-    if start not in steps: raise ValueError(f"no evaluation at step {start} of {steps[-1]}: a grid evaluates every tenth of its steps")
+    if start not in steps:
+        raise ValueError(f"no evaluation at step {start} of {steps[-1]}: a grid evaluates every tenth of its steps")
     return 1 - ppl[-1] / ppl[steps.index(start)]

@@ -29,7 +29,8 @@ class DataSpec:
     recipe: str = "copy"  # copy; a recipe of `load_recipe` (multi30k, iwslt14, wmt14); or trees: ptb, ptb-sample
     valid_split: str = "val"  # the recipe's validation split
     vocab_size: int = 8000  # shared BPE vocabulary (ignored by the copy task, whose ids are the symbols)
-    data_dir: str = ""  # data directory ('' = $AT_DATA_DIR, else a shared/data beside the package or the working directory)
+    # data directory ('' = $AT_DATA_DIR, else a shared/data beside the package or the working directory)
+    data_dir: str = ""
     download: bool = False  # multi30k: download when missing
     copy_n: int = 10000  # copy task: training pairs
     copy_symbols: int = 13  # copy task: ids 3..copy_symbols-1 are the symbols
@@ -40,23 +41,23 @@ class DataSpec:
 
     def __post_init__(self):
         for name, low in (("vocab_size", 16), ("copy_n", 1), ("copy_symbols", 4), ("copy_max_len", 1), ("n_valid", 0)):
-            if getattr(self, name) < low: raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
+            if getattr(self, name) < low:
+                raise ValueError(f"{name}={getattr(self, name)}: expected an integer >= {low}")
 
 # %% ../nbs/29_tasks.ipynb #5cf89368
 @dataclass(frozen=True)
 class Task:
-    "A task of `at-train`: its name, one line for `--help`, its data builder, the three configs, and whether `--model` applies."
+    """A task of `at-train`: its name, one line for `--help`, its data builder, the three configs, and whether `--model`
+    applies."""
     name: str
     description: str  # one line for `at-train --help`
-    build: Callable  # its data builder, which returns a `TaskData`: `build_data`, `build_parsing_data` or `build_chart_data` (below)
+    # its data builder, which returns a `TaskData`: `build_data`, `build_parsing_data` or `build_chart_data` (below)
+    build: Callable
     model: TransformerConfig | ChartConfig
     train: TrainConfig
     data: DataSpec
-
-    @property
-    def model_choice(self) -> bool:
-        "Whether `--model transformer|rnn` (`ModelSpec`) applies: where the task's model config is a `TransformerConfig`."
-        return isinstance(self.model, TransformerConfig)
+    # whether `--model transformer|rnn` (`ModelSpec`) applies: its model is a `TransformerConfig`
+    model_choice: bool = True
 
     def configs(self) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
         "Fresh copies of the three configs, to change without touching the task."
@@ -67,20 +68,25 @@ PARSING_RECIPES = ("ptb", "ptb-sample")
 
 @dataclass
 class TaskData:
-    "What a data builder returns: the loaders of this rank, the tokenizer (None for the copy task) and the model config sized to it."
+    """What a data builder returns: the loaders of this rank, the tokenizer (None for the copy task) and the model
+    config sized to it."""
     train: object  # DataLoader of training `Batch`es
     valid: object  # DataLoader of validation `Batch`es
     tokenizer: object  # `SubwordTokenizer`, `ParsingVocab` or None; saved into checkpoints
-    model_config: TransformerConfig | RNNConfig | ChartConfig  # the task's model config with the vocabulary sizes of `tokenizer`
+    # the task's model config with the vocabulary sizes of `tokenizer`
+    model_config: TransformerConfig | RNNConfig | ChartConfig
     counts: dict = field(default_factory=dict)  # what was read and dropped (parsing)
 
 # %% ../nbs/29_tasks.ipynb #ffeb209a
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
-               tokenizer_state: dict | None = None, # a resumed run's tokenizer, from its checkpoint: reused, not retrained
+               # a resumed run's tokenizer, from its checkpoint: reused, not retrained
+               tokenizer_state: dict | None = None,
               ) -> TaskData:
-    "The loaders (this rank's shard), the tokenizer and the model config with its vocabulary sizes, for the copy and translation tasks."
+    """The loaders (this rank's shard), the tokenizer and the model config with its vocabulary sizes, for the copy and
+    translation tasks."""
     if spec.recipe in PARSING_RECIPES:
-        raise ValueError(f"recipe={spec.recipe!r}: trees, not text pairs; the parser's own builder reads them (build_parsing_data)")
+        raise ValueError(f"recipe={spec.recipe!r}: trees, not text pairs; the parser's own builder reads them "
+                         "(build_parsing_data)")
     data_dir = spec.data_dir or None
     if spec.recipe == "copy":
         kw = dict(vocab_size=spec.copy_symbols, max_len=spec.copy_max_len, seed=tcfg.seed)
@@ -91,8 +97,10 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
         langs = dict(src_lang=spec.src_lang or None, tgt_lang=spec.tgt_lang or None)
         train = load_recipe(spec.recipe, "train", data_dir, download=spec.download, **langs)
         val = load_recipe(spec.recipe, spec.valid_split, data_dir, download=spec.download, **langs)
-        if tokenizer_state is None:  # rank 0 trains it; under DDP the others receive it (it is stored in every checkpoint)
-            state = [SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size).state_dict() if rank == 0 else None]
+        # rank 0 trains it; under DDP the others receive it (it is stored in every checkpoint)
+        if tokenizer_state is None:
+            state = [SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size).state_dict()
+                     if rank == 0 else None]
             if dist.is_available() and dist.is_initialized(): dist.broadcast_object_list(state, src=0)
             tokenizer_state = state[0]
         tok = SubwordTokenizer.from_state_dict(tokenizer_state)
@@ -107,25 +115,32 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
 # %% ../nbs/29_tasks.ipynb #c53cf270
 def build_chart_data(spec: DataSpec, mcfg: ChartConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                      tokenizer_state: dict | None = None) -> TaskData:
-    "Tree loaders for the chart parser (this rank's shard): the vocabulary from the training trees only, or restored on resume."
+    """Tree loaders for the chart parser (this rank's shard): the vocabulary from the training trees only, or restored
+    on resume."""
     data_dir = spec.data_dir or None
     train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
-    subwords = spec.vocab_size if mcfg.word_features == "subwords" else 0  # BPE pieces spell the words instead of characters
-    vocab = ChartVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None else ChartVocab.from_trees(train, subwords=subwords)
+    # BPE pieces spell the words instead of characters
+    subwords = spec.vocab_size if mcfg.word_features == "subwords" else 0
+    vocab = (ChartVocab.from_state_dict(tokenizer_state)
+             if tokenizer_state is not None else ChartVocab.from_trees(train, subwords=subwords))
     fits = lambda t: len(t.words()) + 2 <= min(mcfg.max_len, tcfg.max_tokens)
     kept, dev = [t for t in train if fits(t)], dev[: spec.n_valid or None]
     if not all(fits(t) for t in dev):  # dev F1 is over every dev sentence: none may be dropped
-        raise ValueError(f"max_tokens={tcfg.max_tokens}: a {spec.valid_split} sentence is longer; raise --max-tokens or --max-len")
-    counts = dict(train_trees=len(train), train_too_long=len(train) - len(kept), dev_trees=len(dev), words=len(vocab.words),
-                  chars=len(vocab.chars), labels=len(vocab.labels))
+        raise ValueError(f"max_tokens={tcfg.max_tokens}: a {spec.valid_split} sentence is longer; "
+                         "raise --max-tokens or --max-len")
+    counts = dict(train_trees=len(train), train_too_long=len(train) - len(kept), dev_trees=len(dev),
+                  words=len(vocab.words), chars=len(vocab.chars), labels=len(vocab.labels))
     loader = lambda trees, shuffle: chart_loader(vocab, trees, tcfg.max_tokens, shuffle, tcfg.seed, rank, world_size)
-    gc.freeze()  # the trees live as long as the run: millions of nodes that each full garbage collection would walk (seconds, every ~100 batches)
+    # the trees live as long as the run: millions of nodes that each full garbage collection would walk (seconds, every
+    # ~100 batches)
+    gc.freeze()
     return TaskData(loader(kept, True), loader(dev, False), vocab, vocab.sized(mcfg), counts)
 
 # %% ../nbs/29_tasks.ipynb #eb5905c7
 def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                        tokenizer_state: dict | None = None) -> TaskData:
-    "Sentence -> linearized tree loaders (this rank's shard): the vocabulary is built on the training trees only, or restored on resume."
+    """Sentence -> linearized tree loaders (this rank's shard): the vocabulary is built on the training trees only, or
+    restored on resume."""
     data_dir = spec.data_dir or None
     train, dev = recipe_trees(spec.recipe, "train", data_dir), recipe_trees(spec.recipe, spec.valid_split, data_dir)
     vocab = (ParsingVocab.from_state_dict(tokenizer_state) if tokenizer_state is not None
@@ -137,68 +152,85 @@ def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfi
                   src_vocab=vocab.src_vocab_size, tgt_vocab=vocab.tgt_vocab_size)
     mcfg = replace(mcfg, src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size, tie_embeddings=False)
     return TaskData(make_loader(train_ids, tcfg.max_tokens, seed=tcfg.seed, rank=rank, world_size=world_size),
-                    make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg, counts)
+                    make_loader(dev_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size), vocab, mcfg,
+                    counts)
 
 
 # %% ../nbs/29_tasks.ipynb #e06007c1
 TASKS = {t.name: t for t in [
-    Task("copy", "copy random sequences: the first run after installing, a minute or two on a CPU (11_copy_task)", build_data,
+    Task("copy", "copy random sequences: the first run after installing, a minute or two on a CPU (11_copy_task)",
+         build_data,
          copy_config(),  # 11_copy_task's model: 2 layers, d_model 64, 10 symbols
-                     # lr_factor 0.5: with d_model 64, equation (3) peaks at 0.0063, where the loss keeps spiking (98.2% after
-                     # 2000 steps); at half that rate two seeds reached 100%
-                     TrainConfig(max_steps=2000, warmup_steps=400, max_tokens=800, eval_every=500, log_every=50,
-                                   save_every=1000, keep_last=2, run_dir="runs/copy", lr_factor=0.5),
-                     DataSpec("copy", copy_symbols=13, n_valid=500)),
-    Task("multi30k", "Multi30k German->English (--src-lang en --tgt-lang de for the reverse), the measured run of 14_translation", build_data,
+         # lr_factor 0.5: with d_model 64, equation (3) peaks at 0.0063, where the loss keeps spiking (98.2% after
+         # 2000 steps); at half that rate two seeds reached 100%
+         TrainConfig(max_steps=2000, warmup_steps=400, max_tokens=800, eval_every=500, log_every=50,
+                     save_every=1000, keep_last=2, run_dir="runs/copy", lr_factor=0.5),
+         DataSpec("copy", copy_symbols=13, n_valid=500)),
+    Task("multi30k",
+         "Multi30k German->English (--src-lang en --tgt-lang de for the reverse), the measured run of 14_translation",
+         build_data,
          TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
-                                           n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # 14_translation's run
-                         TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
-                                       keep_last=10, run_dir="runs/multi30k"),
-                         DataSpec("multi30k", "val", 8000, download=True)),
-    Task("iwslt14", "IWSLT14 German->English with fairseq's transformer_iwslt_de_en settings (data not downloaded for you)", build_data,
+                           n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # 14_translation's run
+         TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
+                     keep_last=10, run_dir="runs/multi30k"),
+         DataSpec("multi30k", "val", 8000, download=True)),
+    Task("iwslt14",
+         "IWSLT14 German->English with fairseq's transformer_iwslt_de_en settings (data not downloaded for you)",
+         build_data,
          TransformerConfig.base(src_vocab_size=10000, tgt_vocab_size=10000, d_ff=1024, n_heads=4,
-                                               dropout=0.3, max_len=256),
-                        TrainConfig(max_steps=50000, warmup_steps=4000, max_tokens=4096, eval_every=2000,
-                                      save_every=2000, run_dir="runs/iwslt14"),
-                        DataSpec("iwslt14", "valid", 10000)),
-    Task("wmt14-base", "WMT14 English->German, the paper's base model (Table 3), 25000-token batches, for GPUs", build_data,
+                                dropout=0.3, max_len=256),
+         TrainConfig(max_steps=50000, warmup_steps=4000, max_tokens=4096, eval_every=2000,
+                     save_every=2000, run_dir="runs/iwslt14"),
+         DataSpec("iwslt14", "valid", 10000)),
+    Task("wmt14-base", "WMT14 English->German, the paper's base model (Table 3), 25000-token batches, for GPUs",
+         build_data,
          TransformerConfig.base(max_len=256),
-                           TrainConfig(max_steps=100_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000,
-                                         eval_every=5000, save_every=2000, keep_last=5, run_dir="runs/wmt14-base"),
-                           DataSpec("wmt14", "newstest2013", 37000)),
-    Task("wmt14-big", "WMT14 English->German, the paper's big model (Table 3), 300k steps, for GPUs", build_data,
+         TrainConfig(max_steps=100_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000,
+                     eval_every=5000, save_every=2000, keep_last=5, run_dir="runs/wmt14-base"),
+         DataSpec("wmt14", "newstest2013", 37000)),
+    Task("wmt14-big", "WMT14 English->German, the paper's big model (Table 3), 300k steps, for GPUs",
+         build_data,
          TransformerConfig.big(max_len=256),
-                          TrainConfig(max_steps=300_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000,
-                                        eval_every=5000, save_every=2000, keep_last=20, run_dir="runs/wmt14-big"),
-                          DataSpec("wmt14", "newstest2013", 37000)),
-    Task("ptb", "§6.3 parsing, the paper's 4 x 1024 on WSJ (GPUs: ~23 h on one H100 at 100k steps)", build_parsing_data,
+         TrainConfig(max_steps=300_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000,
+                     eval_every=5000, save_every=2000, keep_last=20, run_dir="runs/wmt14-big"),
+         DataSpec("wmt14", "newstest2013", 37000)),
+    Task("ptb", "§6.3 parsing, the paper's 4 x 1024 on WSJ (GPUs: ~23 h on one H100 at 100k steps)",
+         build_parsing_data,
          TransformerConfig(src_vocab_size=16000, tgt_vocab_size=128, d_model=1024, d_ff=4096, n_heads=16, n_layers=4,
-                      dropout=0.3, max_len=512, tie_embeddings=False),
-    TrainConfig(max_steps=100_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000, eval_every=2000,
-                  save_every=2000, keep_last=5, run_dir="runs/ptb"),
-    DataSpec("ptb", "dev", 16000)),
-    Task("ptb-small", "parsing WSJ with 4 x 256, pre-norm: 1800 steps (CPU) or more on one GPU", build_parsing_data,
+                           dropout=0.3, max_len=512, tie_embeddings=False),
+         TrainConfig(max_steps=100_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000, eval_every=2000,
+                     save_every=2000, keep_last=5, run_dir="runs/ptb"),
+         DataSpec("ptb", "dev", 16000)),
+    Task("ptb-small", "parsing WSJ with 4 x 256, pre-norm: 1800 steps (CPU) or more on one GPU",
+         build_parsing_data,
          TransformerConfig(src_vocab_size=8000, tgt_vocab_size=128, d_model=256, d_ff=1024, n_heads=4, n_layers=4,
-                      dropout=0.1, max_len=512, norm_first=True, tie_embeddings=False),
-    TrainConfig(max_steps=1800, warmup_steps=400, max_tokens=6000, eval_every=150, save_every=150, keep_last=4,
-                  log_every=10, run_dir="runs/ptb-small"),
-    DataSpec("ptb", "dev", 8000)),
-    Task("ptb-sample", "parsing NLTK's free WSJ sample with 2 x 128: a few minutes on a CPU", build_parsing_data,
+                           dropout=0.1, max_len=512, norm_first=True, tie_embeddings=False),
+         TrainConfig(max_steps=1800, warmup_steps=400, max_tokens=6000, eval_every=150, save_every=150, keep_last=4,
+                     log_every=10, run_dir="runs/ptb-small"),
+         DataSpec("ptb", "dev", 8000)),
+    Task("ptb-sample", "parsing NLTK's free WSJ sample with 2 x 128: a few minutes on a CPU",
+         build_parsing_data,
          TransformerConfig(src_vocab_size=2000, tgt_vocab_size=128, d_model=128, d_ff=512, n_heads=4, n_layers=2,
-                      dropout=0.1, max_len=512, norm_first=True, tie_embeddings=False),
-    TrainConfig(max_steps=300, warmup_steps=100, max_tokens=3000, eval_every=100, save_every=100, keep_last=2,
-                  run_dir="runs/ptb-sample"),
-    DataSpec("ptb-sample", "dev", 2000)),
-    Task("ptb-chart", "the follow-up parser (20_chart_parser): the encoder with CKY, 4 x 256, BPE pieces, span loss, on WSJ; dev F1 kept best", build_chart_data,
-         ChartConfig(n_layers=4, d_model=256, n_heads=8, d_ff=1024, dropout=0.2, d_label=250, word_features="subwords", loss="span"),
-         TrainConfig(max_steps=16000, warmup_steps=800, lr_factor=0.5, max_tokens=1500, clip_norm=5.0, eval_every=500, cooldown_steps=4000,
-                     save_every=250, keep_last=2, keep_best="val_f1", log_every=25, run_dir="runs/ptb-chart"),
-         DataSpec("ptb", "dev")),
-    Task("ptb-chart-sample", "the chart parser on NLTK's free WSJ sample, 2 x 128: minutes on a CPU", build_chart_data,
+                           dropout=0.1, max_len=512, norm_first=True, tie_embeddings=False),
+         TrainConfig(max_steps=300, warmup_steps=100, max_tokens=3000, eval_every=100, save_every=100, keep_last=2,
+                     run_dir="runs/ptb-sample"),
+         DataSpec("ptb-sample", "dev", 2000)),
+    Task("ptb-chart",
+         "the follow-up parser (20_chart_parser): the encoder with CKY, 4 x 256, BPE pieces, span loss, on WSJ; "
+         "dev F1 kept best",
+         build_chart_data,
+         ChartConfig(n_layers=4, d_model=256, n_heads=8, d_ff=1024, dropout=0.2, d_label=250, word_features="subwords",
+                     loss="span"),
+         TrainConfig(max_steps=16000, warmup_steps=800, lr_factor=0.5, max_tokens=1500, clip_norm=5.0, eval_every=500,
+                     cooldown_steps=4000, save_every=250, keep_last=2, keep_best="val_f1", log_every=25,
+                     run_dir="runs/ptb-chart"),
+         DataSpec("ptb", "dev"), model_choice=False),
+    Task("ptb-chart-sample", "the chart parser on NLTK's free WSJ sample, 2 x 128: minutes on a CPU",
+         build_chart_data,
          ChartConfig(n_layers=2, d_model=128, n_heads=4, d_ff=256, dropout=0.2, d_label=128),
          TrainConfig(max_steps=600, warmup_steps=100, lr_factor=0.5, max_tokens=800, clip_norm=5.0, eval_every=100,
                      save_every=100, keep_last=2, keep_best="val_f1", run_dir="runs/ptb-chart-sample"),
-         DataSpec("ptb-sample", "dev", 2000)),
+         DataSpec("ptb-sample", "dev", 2000), model_choice=False),
 ]}
 
 def task_preset(name: str) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
@@ -219,7 +251,8 @@ class ModelSpec:
 # %% ../nbs/29_tasks.ipynb #ee81a77e
 def model_config(mcfg: TransformerConfig, spec: ModelSpec) -> TransformerConfig | RNNConfig:
     "The task's `TransformerConfig`, or with `spec.model == 'rnn'` an `RNNConfig` that takes the fields the two share."
-    if spec.model not in ("transformer", "rnn"): raise ValueError(f"model={spec.model!r}: expected 'transformer' or 'rnn'")
+    if spec.model not in ("transformer", "rnn"):
+        raise ValueError(f"model={spec.model!r}: expected 'transformer' or 'rnn'")
     if spec.model == "transformer": return mcfg
     shared = {f.name: getattr(mcfg, f.name) for f in fields(RNNConfig) if hasattr(mcfg, f.name)}
     return RNNConfig(**shared, cell=spec.rnn_cell, attention=spec.rnn_attention, bidirectional=spec.rnn_bidirectional,

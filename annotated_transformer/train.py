@@ -40,7 +40,7 @@ class BatchStream:
         self.loader, self.epoch, self.index = loader, epoch, index
         self.sampler = getattr(loader, "batch_sampler", loader)
         if not hasattr(self.sampler, "set_epoch"):
-            raise TypeError(f"{type(self.sampler).__name__} has no set_epoch(epoch, start): use a TokenBatchSampler")
+            raise TypeError(f"{type(self.sampler).__name__} has no set_epoch(epoch, start): use a ShardedTokenBatchSampler (make_loader's)")
 
     def __iter__(self):
         while True:
@@ -115,7 +115,7 @@ class Trainer:
     "Trains any model by asking its objective (default: §5.4's, `SequenceObjective`): accumulation, mixed precision, DDP, metrics, checkpoints and resume."
     def __init__(self, model: nn.Module, # built by its kind's `build` (its `cfg`, with `d_model` for the schedule, is stored in checkpoints)
                  cfg: TrainConfig, # settings
-                 train_loader, # DataLoader of the objective's batches with a `TokenBatchSampler` (this rank's shard)
+                 train_loader, # DataLoader of the objective's batches with a `ShardedTokenBatchSampler` (this rank's shard)
                  val_loader=None, # iterable of batches for validation (None: no validation)
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
@@ -154,6 +154,7 @@ class Trainer:
         self.step, self.saved_step, self.last_checkpoint, self._rng = 0, None, None, None
         self.clock, self._clock_start = dict(train_s=0.0, cpu_s=0.0), None  # time spent in `fit`, over every resume (see `elapsed`)
         self.best = None  # with cfg.keep_best: {metric, value, step} of the best validation so far (kept in checkpoints' extra)
+        self.window = None  # loss, tokens and steps since the last logged step (kept in checkpoints' extra: see `fit`)
         self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
         self.metrics_path = self.run_dir / "metrics.jsonl"
         resumed = bool(cfg.resume and self.resume())
@@ -278,6 +279,9 @@ def state(self: Trainer) -> Checkpoint:
     if self.world_size > 1: dist.all_gather_object(rngs, get_rng_state())
     else: rngs = [get_rng_state()]
     self.extra["clock"] = self.elapsed()  # a resumed run counts on from here: the time after its last checkpoint is lost, as its steps are
+    if w := self.window:  # the loss sums since the last logged step, and its seconds so far (in `fit`: since `t0`)
+        seconds = {"seconds": time.perf_counter() - w["t0"]} if "t0" in w else {}
+        self.extra["log_window"] = {k: v for k, v in w.items() if k != "t0"} | seconds
     return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
                            scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
                            stream=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
@@ -315,6 +319,7 @@ def resume(self: Trainer) -> bool:
     self.best = ck.best
     if self.best is not None: self.extra["best"] = self.best
     self.clock = dict(ck.clock or self.clock)  # checkpoints from before the clock start at 0
+    self.window = ck.log_window  # the steps since its last logged one; None (older checkpoints): a new window
     if self.is_main and self.metrics_path.is_file():  # drop what was logged after the checkpoint (and a torn last line)
         rewrite_records(self.metrics_path, [r for r in read_records(self.metrics_path, ("step", "time")) if r["step"] <= self.step])
     if self.is_main: print(f"resumed from {path} at step {self.step}")
@@ -359,8 +364,10 @@ def fit(self: Trainer) -> dict:
         from tqdm.auto import tqdm
         bar = tqdm(total=cfg.max_steps, initial=self.step, desc="train", unit="step", dynamic_ncols=True)
     self._clock_start = (time.perf_counter(), time.process_time())
-    new_window = lambda: dict(loss=0.0, loss_units=0.0, tokens=0.0, steps=0, t0=time.perf_counter())
-    stream, last, window = iter(self.train_stream), {}, new_window()
+    def new_window(loss=0.0, loss_units=0.0, tokens=0.0, steps=0, seconds=0.0):  # a resumed run's: its checkpoint's
+        return dict(loss=loss, loss_units=loss_units, tokens=tokens, steps=steps, t0=time.perf_counter() - seconds)
+    stream, last = iter(self.train_stream), {}
+    self.window = window = new_window(**(self.window or {}))
     try:
         while self.step < cfg.max_steps and self.stop_agreed is None:
             m = self.train_step([next(stream) for _ in range(self.accum)])
@@ -370,7 +377,7 @@ def fit(self: Trainer) -> dict:
                 dt = time.perf_counter() - window["t0"]
                 last = dict(step=self.step, loss=window["loss"] / window["loss_units"], lr=m["lr"], grad_norm=m["grad_norm"],
                             tokens_per_s=window["tokens"] / dt, mem_mb=_memory_mb(self.device), **self.elapsed(), time=time.time())
-                self._log(last); window = new_window()
+                self._log(last); self.window = window = new_window()
                 if bar: bar.set_postfix(loss=f"{last['loss']:.3f}", tok_s=f"{last['tokens_per_s']:.0f}", lr=f"{m['lr']:.2e}")
             if bar: bar.update(1)
             if self.val_loader is not None and cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps:

@@ -31,12 +31,16 @@ def paper_tokenize(line: str, lang: str = "de", # Moses tokenizer language
 
 def paper_bleu(hyps: list[str], refs: list[str], # detokenized output and references, aligned
                lang: str = "de", compound_split: bool = True) -> dict: # bleu_paper and a description of the pipeline
-    "Tokenized BLEU as in the paper's evaluation (Moses tokenizer, compound splitting, multi-bleu: cased, no smoothing)."
-    if len(hyps) != len(refs): raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: they must align line by line")
+    """Tokenized BLEU as in the paper's evaluation (Moses tokenizer, compound splitting, multi-bleu: cased, no
+    smoothing)."""
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references: they must align line by line")
     h = [paper_tokenize(x, lang, compound_split) for x in hyps]
     r = [paper_tokenize(x, lang, compound_split) for x in refs]
     score = sacrebleu.BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(h, [r]).score
-    return dict(bleu_paper=score, bleu_paper_signature=f"moses-tok:{lang}|compound-split:{'yes' if compound_split else 'no'}|case:mixed|smooth:none|multi-bleu")
+    return dict(bleu_paper=score,
+                bleu_paper_signature=f"moses-tok:{lang}|compound-split:{'yes' if compound_split else 'no'}"
+                                     "|case:mixed|smooth:none|multi-bleu")
 
 # %% ../nbs/14_translation.ipynb #8f760e50
 def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus, # text pairs (source, reference)
@@ -53,7 +57,8 @@ def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus
         bar = tqdm(total=len(corpus.src), desc=desc, unit="sent", file=sys.stderr, dynamic_ncols=True)
     try:
         with torch.no_grad():
-            hyps = translate(model, tokenizer, list(corpus.src), beam_size, alpha, batch_size=batch_size, progress=bar and bar.update)
+            hyps = translate(model, tokenizer, list(corpus.src), beam_size, alpha, batch_size=batch_size,
+                             progress=bar and bar.update)
     finally:
         if bar: bar.close()
     res = dict(hyps=hyps, seconds=time.perf_counter() - t0, **bleu_scores(hyps, list(corpus.tgt)))

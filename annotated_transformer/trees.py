@@ -55,7 +55,8 @@ def parse_trees(text: str, # bracketed trees, one per line or spread over lines 
         if tok == "(":
             label = ""  # "( (S ...) )": the unlabelled root of .mrg files
             if i < len(toks) and toks[i][0] not in "()": label = toks[i][0]; i += 1
-            elif i < len(toks) and toks[i][0] == ")": raise TreeError(f"{source}, line {line}: empty brackets '()'; expected '(LABEL ...)'")
+            elif i < len(toks) and toks[i][0] == ")":
+                raise TreeError(f"{source}, line {line}: empty brackets '()'; expected '(LABEL ...)'")
             node = Tree(label)
             if stack: stack[-1].children.append(node)
             else: start = line
@@ -71,7 +72,8 @@ def parse_trees(text: str, # bracketed trees, one per line or spread over lines 
         else:
             if not stack: raise TreeError(f"{source}, line {line}: word {tok!r} outside any bracket")
             stack[-1].children.append(tok)
-    if stack: raise TreeError(f"{source}, line {start}: the tree starting here is not closed ({len(stack)} '(' left open)")
+    if stack:
+        raise TreeError(f"{source}, line {start}: the tree starting here is not closed ({len(stack)} '(' left open)")
     return out
 
 def parse_tree(s: str) -> Tree:
@@ -100,9 +102,10 @@ def _read_text(path: Path) -> str:
     try: return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
-        raise TreeError(f"{path}, line {line}: invalid UTF-8 at byte {e.start}; the treebank must be UTF-8 (or ASCII)") from None
+        raise TreeError(f"{path}, line {line}: invalid UTF-8 at byte {e.start}; "
+                        "the treebank must be UTF-8 (or ASCII)") from None
 
-def read_trees(path: str | Path, # one tree per line (.clean), or .mrg files (plain or .gz), or a directory of .mrg files
+def read_trees(path: str | Path, # one tree per line (.clean), .mrg files (plain or .gz), or a directory of .mrg files
               ) -> list[Tree]: # cleaned trees (see `clean_tree`), rooted at TOP
     "Read a treebank file (or a directory of `.mrg` files, in sorted order) into cleaned trees."
     path = Path(path)
@@ -121,7 +124,8 @@ def read_sample_zip(path: str | Path, # the NLTK `treebank.zip`
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"{path}: NLTK treebank.zip not found (see ptb_sample/MANIFEST.md)")
     out = []
-    if not zipfile.is_zipfile(path): raise ValueError(f"{path}: not a zip file (expected NLTK's treebank.zip; see ptb_sample/MANIFEST.md)")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a zip file (expected NLTK's treebank.zip; see ptb_sample/MANIFEST.md)")
     with zipfile.ZipFile(path) as z:
         for name in sorted(n for n in z.namelist() if re.fullmatch(r"treebank/combined/wsj_\d{4}\.mrg", n)):
             if first <= int(name[-8:-4]) <= last:
@@ -140,7 +144,8 @@ def linearize(tree: Tree) -> list[str]:
 def delinearize(tokens: list[str], # model output: `(X`, `)X`, `XX` (anything else is dropped)
                 words: list[str], # the sentence; word i fills the i-th `XX`
                 tag: str = "XX", # label of the preterminals
-               ) -> tuple[Tree, dict]: # a well-formed tree rooted at TOP over exactly `words`; repair -> count ({}: none)
+               # a well-formed tree rooted at TOP over exactly `words`; repair -> count ({}: none)
+               ) -> tuple[Tree, dict]:
     "Rebuild a tree from a linearization, repairing it deterministically so it always covers the words."
     if not words: raise ValueError("delinearize needs at least one word")
     repairs, root = Counter(), Tree("TOP")
@@ -195,7 +200,8 @@ def ptb_trees(split: str = "train", # "train" (WSJ 02-21), "dev" (22); "test" (2
         for wsj in (d, d / "wsj", d / "parsed" / "mrg" / "wsj", d / "treebank_3" / "parsed" / "mrg" / "wsj"):
             if split in PTB_SECTIONS and all((wsj / s).is_dir() for s in PTB_SECTIONS[split]):
                 return [t for s in PTB_SECTIONS[split] for t in read_trees(wsj / s)]
-    if split not in PTB_SECTIONS: raise ValueError(f"unknown PTB split {split!r}; expected one of {sorted(PTB_SECTIONS)}")
+    if split not in PTB_SECTIONS:
+        raise ValueError(f"unknown PTB split {split!r}; expected one of {sorted(PTB_SECTIONS)}")
     raise FileNotFoundError(f"{root}: no WSJ {split} split found: expected ptb/{PTB_FILES.get(split, ('',))[0]} (see "
                             "shared/data/ptb/MANIFEST.md) or an LDC Treebank-3 copy whose wsj/ holds sections "
                             f"{', '.join(PTB_SECTIONS[split])}")
@@ -215,7 +221,8 @@ def recipe_trees(recipe: str, split: str, data_dir: str | Path | None = None) ->
 
 # %% ../nbs/17_trees.ipynb #48bde77a
 def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 9):
-    "Draw a tree with matplotlib: words along the bottom, spaced by their length and a font that fits the width, so they never overlap."
+    """Draw a tree with matplotlib: words along the bottom, spaced by their length and a font that fits the width, so
+    they never overlap."""
     import matplotlib.pyplot as plt
     words = tree.words()
     widths = [max(len(w), 2) + 2 for w in words]  # in characters, with a margin of one on each side
@@ -228,16 +235,19 @@ def plot_tree(tree: Tree, ax=None, title: str | None = None, fontsize: int = 9):
         x = sum(k[0] for k in kids) / len(kids); items.append((x, depth, t.label, kids)); return x, depth
     place(tree, 0)
     depth = max(d for _, d, _, _ in items)
-    per_char = lambda size: 0.7 * size / 72  # inches a character of the label font may take (DejaVu Sans: 0.55 em on average, capitals wider)
+    # inches a character of the label font may take (DejaVu Sans: 0.55 em on average, capitals wider)
+    per_char = lambda size: 0.7 * size / 72
     if ax is None:  # as wide as the words need, up to the docs column (7 in); past that the font shrinks, down to 5 pt
         fontsize = max(5, min(fontsize, fontsize * 7 / (per_char(fontsize) * x0)))
         _, ax = plt.subplots(figsize=(max(4, min(7, per_char(fontsize) * x0)), 0.5 * (depth + 2)))
     else:  # the given axes set the width: the font shrinks until the words fit side by side
-        fontsize = min(fontsize, fontsize * ax.get_position().width * ax.figure.get_figwidth() / (per_char(fontsize) * x0))
+        fontsize = min(fontsize,
+                       fontsize * ax.get_position().width * ax.figure.get_figwidth() / (per_char(fontsize) * x0))
     y = lambda d, word: -depth if word else -d  # words on one line at the bottom
     for x, d, label, kids in items:
         ax.text(x, y(d, kids is None), label, ha="center", va="center", fontsize=fontsize,
-                color="tab:blue" if kids is None else "black", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+                color="tab:blue" if kids is None else "black",
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
         for cx, cd in kids or []:
             is_word = any(i[0] == cx and i[1] == cd and i[3] is None for i in items)
             ax.plot([x, cx], [-d - 0.2, y(cd, is_word) + 0.2], color="gray", lw=0.7)

@@ -118,14 +118,16 @@ def markdown_table(rows: list[dict], cols: list[str] | None = None) -> str:
                      ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows])
 
 # %% ../nbs/15_variations.ipynb #00707a94
-CSV_FIELDS = ["row", "group", "seed", "changed", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "dropout", "label_smoothing",
+CSV_FIELDS = ["row", "group", "seed", "changed", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "dropout",
+              "label_smoothing",
               "positional", "params", "dev_ppl", "dev_nll", "dev_bleu", "dev_chrf", "final_train_loss", "steps",
               "train_seconds", "bleu_seconds", "paper_ppl", "paper_bleu", "paper_params_m"]
 
 def read_table(path: str | Path, # table3.csv, or the grid's directory
                repair: bool = False, # rewrite the file without a torn last row (before appending to it)
               ) -> list[dict]:
-    "The rows of a table3.csv written by `run_grid`, numbers parsed; a torn last row (a crash mid-write) is dropped with a warning."
+    """The rows of a table3.csv written by `run_grid`, numbers parsed; a torn last row (a crash mid-write) is dropped
+    with a warning."""
     path = Path(path)
     if path.is_dir(): path = path / "table3.csv"
     def num(v):

@@ -392,6 +392,9 @@ ROWS = [
     row("translate-input-too-long-error", "at-translate",
         lambda c: tl(c, None, "--too-long", "error", inp=c.f("long.de", "ein hund\n" + "ein mann " * 80 + "\n")), X,
         "line 2"),
+    row("translate-input-too-long-error-names-the-option", "at-translate",
+        lambda c: tl(c, None, "--too-long", "error", inp=c.f("long.de", "ein hund\n" + "ein mann " * 80 + "\n")), X,
+        "(or use --too-long truncate)"),  # as a user types it: it said too_long='truncate', the Python spelling
     row("translate-reference-missing", "at-translate", lambda c: tl(c, None, "--reference", str(c.tmp / "ref.en")), X,
         "ref.en"),
     row("translate-reference-length-mismatch", "at-translate",
@@ -489,6 +492,7 @@ ROWS = [
     row("parse-input-directory", "at-parse", lambda c: pa(c, inp=c.d("indir")), X, "indir"),
     # an empty input, and blank lines, are not errors (issue 63): test_input_without_sentences_*, test_blank_lines_*
     row("parse-input-not-utf8", "at-parse", lambda c: pa(c, inp=c.f("latin1.txt", b"the dog .\ncaf\xe9 .\n")), X, "line 2"),
+    row("parse-input-nul", "at-parse", lambda c: pa(c, inp=c.f("nul.txt", b"the dog .\nthe\x00 cat .\n")), X, "line 2"),
     row("parse-input-too-long", "at-parse", lambda c: pa(c, inp=c.f("long.txt", "the dog .\n" + "dog " * 200 + "\n")), X,
         "line 2"),
     row("parse-input-unreadable", "at-parse", lambda c: (os.chmod(c.sents, 0), pa(c, inp=str(c.tmp / "good.txt")))[1], X,
@@ -884,3 +888,47 @@ def test_an_option_without_its_value_is_a_bad_option(script, argv, option, capfd
     rc, out, err, problems = run_entry(entry(script), argv, capfd)
     assert rc == 2 and option in err and "expected at least one argument" in err and not problems, (rc, err, problems)
     assert not (tmp_path / "OUT").exists(), "a refused command left its output directory behind"
+
+
+# ---- issue 72: an over-long line's notice is one line naming the option as typed; an endless input streams
+
+def test_a_truncated_line_is_one_warning_line(case, capfd):
+    "The notice of a truncated line: one `warning:` line naming the line and the option as typed, not Python's two-line warning."
+    argv = tl(case, None, inp=case.f("long.de", "ein hund\n" + "ein mann " * 80 + "\n"))
+    rc, out, err, problems = run_in_process("at-translate", argv, capfd)
+    lines = message_lines(err)
+    assert rc == 0 and not problems, (problems, err)
+    assert len(lines) == 2 and lines[1].startswith("at-translate: 2 sentences translated"), lines
+    assert re.fullmatch(r"warning: input line 2: \d+ tokens \+ EOS exceed the model's max_len=64; truncated to its first 63 "
+                        r"tokens \(--too-long error refuses such lines\)", lines[0]), lines[0]
+
+class EndlessInput(io.RawIOBase):
+    """A stdin that never ends (`yes LINE`): it counts the bytes read and refuses to give more than `limit`, so that a command
+    that reads all its input before writing fails here instead of running out of memory."""
+    def __init__(self, line: str, limit: int = 4 << 20):
+        self.line, self.limit, self.read_bytes = line.encode(), limit, 0
+    def readable(self): return True
+    def readinto(self, b):
+        if self.read_bytes >= self.limit: raise MemoryError(f"read {self.read_bytes} bytes of an endless input before writing")
+        data = (self.line * (len(b) // len(self.line) + 1))[:len(b)]
+        b[:len(data)] = data; self.read_bytes += len(data)
+        return len(data)
+
+@pytest.mark.parametrize("script", list(WRITERS))
+def test_an_endless_input_streams_in_order(case, capfd, monkeypatch, script):
+    """`yes | at-translate` wrote nothing and grew to 2.2 GiB: it read all its input first. Now a chunk of lines is read,
+    written and flushed, then the next: here stdout fills up after 5 lines, which must come after reading little input,
+    in the input's order (line 4 is blank, and stays so), each what the sentence gets alone."""
+    sentence = "ein hund sitzt" if script == "at-translate" else "the dog saw a cat ."
+    argv = to_stdout(WRITERS[script](case, None, "--batch-size", "2", inp="-"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(f"{sentence}\n".encode()))))
+    rc, alone, err, problems = run_in_process(script, argv, capfd)
+    assert rc == 0 and not problems, err
+    src = EndlessInput(f"{sentence}\n{sentence}\n{sentence}\n\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(src)))
+    monkeypatch.setattr(sys, "stdout", FullAfter(5))
+    rc, _, err, problems = run_in_process(script, argv, capfd)
+    assert not problems and rc == 1 and message_lines(err) == [
+        f"{script}: error: writing to stdout failed after 5 of 6 lines: No space left on device"], err
+    assert sys.stdout.getvalue() == f"{alone}{alone}{alone}\n{alone}", sys.stdout.getvalue()
+    assert src.read_bytes <= 64 << 10, src.read_bytes  # the chunks written and a read-ahead buffer or two, not the whole input

@@ -1,6 +1,8 @@
 "The benchmark harness of nbs/32_benchmarks and the suite of nbs/33_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
 import json, math, pytest, torch
-from annotated_transformer.bench import TorchReference, copy_to_reference, bench_config, random_batch, train_flops, bench_attention, set_fused, make_train_step, time_interleaved, time_blocks, matmul_tflops, peak_tflops, bench_decode, BENCH_PRESETS
+from annotated_transformer.bench import (TorchReference, copy_to_reference, bench_config, random_padded_batch, train_flops,
+    bench_attention, set_fused, make_train_step, time_interleaved, time_blocks, matmul_tflops, peak_tflops, bench_decode,
+    BENCH_PRESETS)
 from annotated_transformer.fast_path import bench_compile, bench_loss, bench_adam, bench_mfu, VARIANTS, readable_chart, chart_span_loss, chart_step_speed
 from annotated_transformer.scaling import bench_memory
 from annotated_transformer.suite import BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
@@ -36,7 +38,7 @@ def test_reference_computes_our_function(norm_first):
     cfg = bench_config("tiny"); cfg.norm_first = norm_first
     ours, ref = make_model(cfg).eval(), TorchReference(cfg).eval()
     copy_to_reference(ours, ref)
-    b = random_batch(cfg, 3, 9, 7, seed=1)
+    b = random_padded_batch(cfg, 3, 9, 7, seed=1)
     keep = ~b["tgt_key_padding_mask"]
     with torch.no_grad():  # no_grad takes nn.Transformer's inference fast path
         torch.testing.assert_close(ours(*_args(b))[keep], ref(*_args(b))[keep], atol=1e-5, rtol=1e-5)
@@ -44,21 +46,21 @@ def test_reference_computes_our_function(norm_first):
         assert ref(*_args(b)).shape == (3, 7, cfg.tgt_vocab_size)
 
 
-def test_random_batch_padding():
+def test_random_padded_batch():
     cfg = bench_config("tiny")
-    b = random_batch(cfg, 5, 10, 8, min_frac=0.5)
+    b = random_padded_batch(cfg, 5, 10, 8, min_frac=0.5)
     assert b["src"].shape == (5, 10) and b["tgt_in"].shape == b["tgt_out"].shape == (5, 8)
     assert (b["src"][b["src_key_padding_mask"]] == cfg.pad_idx).all()
     assert (b["tgt_out"][b["tgt_key_padding_mask"]] == cfg.pad_idx).all()
     assert (b["tgt_in"][:, 0] == cfg.bos_idx).all()
     assert not b["src_key_padding_mask"][0].any()  # the first row is the longest
-    full = random_batch(cfg, 5, 10, min_frac=1.0)
+    full = random_padded_batch(cfg, 5, 10, min_frac=1.0)
     assert not full["src_key_padding_mask"].any() and not full["tgt_key_padding_mask"].any()
 
 
 def test_fused_and_explicit_attention_agree():
     cfg = bench_config("tiny")
-    b = random_batch(cfg, 4, 11)
+    b = random_padded_batch(cfg, 4, 11)
     res = bench_attention(cfg, b, reps=1, warmup=0)
     assert res["max_abs_diff"] < 1e-4
     torch.manual_seed(0)
@@ -71,7 +73,7 @@ def test_train_step_changes_weights_and_harness_counts_reps():
     torch.manual_seed(0); model = make_model(cfg)
     before = model.generator.weight.detach().clone()
     calls = []
-    step = make_train_step(model, random_batch(cfg, 4, 6))
+    step = make_train_step(model, random_padded_batch(cfg, 4, 6))
     t = time_interleaved({"a": lambda: (step(), calls.append("a")), "b": lambda: calls.append("b")}, reps=3, warmup=2)
     assert len(t["a"]) == len(t["b"]) == 3
     assert calls == ["a", "a", "b", "b", "a", "b", "b", "a", "a", "b"]  # warm-up, then the order alternates
@@ -221,7 +223,7 @@ def test_profile_groups_add_up_and_reach_the_report():
 def test_train_step_recipes_give_the_same_update(which):
     "The chunked loss and fused/foreach Adam change no number: one step of each recipe gives the same weights."
     cfg = bench_config("tiny"); cfg.dropout = 0.0
-    b = random_batch(cfg, 4, 7)
+    b = random_padded_batch(cfg, 4, 7)
     out = []
     for recipe in (dict(), dict(loss="chunked"), dict(loss="chunked", adam="foreach"), dict(loss="chunked", adam="fused")):
         torch.manual_seed(0); model = make_model(cfg) if which == "ours" else TorchReference(cfg)
@@ -232,7 +234,7 @@ def test_train_step_recipes_give_the_same_update(which):
 
 
 def test_loss_and_adam_benchmarks():
-    cfg = bench_config("tiny"); b = random_batch(cfg, 4, 7)
+    cfg = bench_config("tiny"); b = random_padded_batch(cfg, 4, 7)
     l = bench_loss(cfg, b, reps=1, warmup=0)
     assert l["ratio"] == pytest.approx(l["readable_step_s"] / l["chunked_step_s"])
     a = bench_adam(cfg, reps=1, warmup=0)
@@ -265,7 +267,7 @@ def test_cpu_flags_and_matmul_peak():
 @pytest.mark.slow
 def test_compile_benchmark_rows():
     "All six variants (eager/compiled, ours/nn.Transformer, ours' fast path compiled and eager) run and the ratios are their quotients."
-    cfg = bench_config("tiny"); b = random_batch(cfg, 4, 6)
+    cfg = bench_config("tiny"); b = random_padded_batch(cfg, 4, 6)
     r = bench_compile(cfg, b, reps=1, warmup=1, peak=1.0)
     tok = {k: r[k]["tok_per_s"] for k in VARIANTS}
     assert r["compiled_ratio"] == pytest.approx(tok["ours_compiled"] / tok["torch_compiled"])
@@ -281,7 +283,7 @@ def test_compile_benchmark_rows():
 
 @pytest.mark.cuda
 def test_compile_benchmark_on_cuda():
-    cfg = bench_config("tiny"); b = random_batch(cfg, 8, 16, device="cuda")
+    cfg = bench_config("tiny"); b = random_padded_batch(cfg, 8, 16, device="cuda")
     r = bench_compile(cfg, b, "bf16", reps=2, warmup=1, device="cuda", peak=100.0)
     assert r["ours_fast"]["mfu"] > 0
 

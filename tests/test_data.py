@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from annotated_transformer.data import MULTI30K_SHA256, Corpus, SubwordTokenizer, copy_task_pairs, default_data_dir, download_multi30k, encode_pairs, fetch, load_recipe, read_lines, read_parallel, sha256_file
-from annotated_transformer.batching import TokenBatchSampler, collate, make_loader
+from annotated_transformer.batching import TokenBatchSampler, ShardedTokenBatchSampler, collate, make_loader
 
 MULTI30K = default_data_dir() / "multi30k"
 needs_multi30k = pytest.mark.skipif(not (MULTI30K / "train.de.gz").is_file(),
@@ -229,7 +229,7 @@ def test_every_pair_exactly_once_across_ranks_with_equal_counts(world_size, max_
     for epoch in (0, 1):
         shards = []
         for r in range(world_size):
-            s = TokenBatchSampler.from_pairs(pairs, max_tokens=max_tokens, seed=1, rank=r, world_size=world_size)
+            s = ShardedTokenBatchSampler.from_pairs(pairs, max_tokens=max_tokens, seed=1, rank=r, world_size=world_size)
             s.set_epoch(epoch)
             shards.append(list(s))
             assert len(s) == len(shards[-1])
@@ -238,9 +238,22 @@ def test_every_pair_exactly_once_across_ranks_with_equal_counts(world_size, max_
         assert sorted(used) == list(range(len(pairs)))
 
 
+@pytest.mark.parametrize("kw", [dict(max_tokens=31, seed=0), dict(max_tokens=400, seed=9), dict(max_tokens=100, shuffle=False)])
+def test_one_rank_gets_the_plain_samplers_batches(kw):
+    "make_loader's sampler on one process makes exactly TokenBatchSampler's batches, epoch by epoch (runs and resumes rely on it)"
+    pairs = _pairs()
+    plain, sharded = TokenBatchSampler.from_pairs(pairs, **kw), make_loader(pairs, **kw).batch_sampler
+    capped = [TokenBatchSampler.from_pairs(pairs, max_sentences=5, **kw), ShardedTokenBatchSampler.from_pairs(pairs, max_sentences=5, **kw)]
+    assert type(sharded) is ShardedTokenBatchSampler
+    for epoch in (0, 1, 5):
+        for s in (plain, sharded, *capped): s.set_epoch(epoch)
+        assert list(sharded) == list(plain) and len(sharded) == len(plain)
+        assert list(capped[1]) == list(capped[0]) and max(map(len, capped[1])) <= 5
+
+
 def test_too_few_pairs_for_the_ranks_is_an_error():
     with pytest.raises(ValueError, match="cannot give 4 ranks"):
-        TokenBatchSampler([3, 3, 3], [3, 3, 3], world_size=4).batches(0)
+        ShardedTokenBatchSampler([3, 3, 3], [3, 3, 3], world_size=4).batches(0)
 
 
 @pytest.mark.parametrize("max_tokens", [31, 50, 128, 1000])
@@ -253,10 +266,10 @@ def test_token_budget_never_exceeded(max_tokens):
 
 def test_resume_mid_epoch_reproduces_the_position():
     pairs = _pairs()
-    full = TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=5, rank=1, world_size=2)
+    full = ShardedTokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=5, rank=1, world_size=2)
     full.set_epoch(3)
     batches = list(full)
-    resumed = TokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=5, rank=1, world_size=2)
+    resumed = ShardedTokenBatchSampler.from_pairs(pairs, max_tokens=100, seed=5, rank=1, world_size=2)
     resumed.set_epoch(3, start=4)
     assert list(resumed) == batches[4:] and len(resumed) == len(batches) - 4
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 from annotated_transformer.data import copy_task_pairs
-from annotated_transformer.batching import TokenBatchSampler
+from annotated_transformer.batching import ShardedTokenBatchSampler
 from annotated_transformer.distributed import launch_local, ddp_copy_run, _disagreeing_demo, init_distributed
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
@@ -12,8 +12,8 @@ pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torc
 def test_two_gloo_ranks_equal_one_process():
     pairs = copy_task_pairs(128, vocab_size=16, min_len=2, max_len=9, seed=0)
     # the comparison is only meaningful if both runs see the same batches
-    assert (TokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=2).batches(0)
-            == TokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=1).batches(0))
+    assert (ShardedTokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=2).batches(0)
+            == ShardedTokenBatchSampler.from_pairs(pairs, max_tokens=50, world_size=1).batches(0))
     ranks = launch_local(ddp_copy_run, 2)  # 2 ranks x 2 micro-batches (no_sync on the first)
     single = ddp_copy_run()  # 1 process x 4 micro-batches
     assert [r["world_size"] for r in ranks] == [2, 2] and single["world_size"] == 1

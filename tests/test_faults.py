@@ -55,6 +55,35 @@ def test_second_at_train_on_a_run_dir_is_refused_and_a_dead_holder_does_not_bloc
     assert r.returncode == 0, r.stderr
     assert not (run / ".lock").exists() and load_checkpoint(run).step == 2
 
+def test_a_lock_released_while_another_opens_it_is_held_once(tmp_path):
+    """The race of issue 72: B opens `.lock`, A releases it (unlink, close), B's flock then takes the unlinked file, and C,
+    finding no file, makes a new one and locks that: two holders. B must see that its file is gone and lock the new one."""
+    from annotated_transformer.runs import lock_run, unlock_run, RunInUseError
+    run = tmp_path / "run"
+    lock_run(run, "A")  # A: this process
+    b = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, sys, time
+        from annotated_transformer.runs import lock_run
+        real, first = fcntl.flock, [True]
+        def flock(fd, op):  # B has opened the lock file: wait for A to release it, then lock what was opened
+            if first: first.clear(); print("opened", flush=True); sys.stdin.readline()
+            return real(fd, op)
+        fcntl.flock = flock
+        lock_run({str(run)!r}, "B"); print("held", flush=True); time.sleep(120)""")],
+        env=env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert b.stdout.readline().strip() == "opened"
+        unlock_run(run)  # A lets go between B's open and B's flock
+        b.stdin.write("go\n"); b.stdin.flush()
+        assert b.stdout.readline().strip() == "held"
+        with pytest.raises(RunInUseError, match=f"pid {b.pid} .*: B"):  # C, this process again: B holds the file at the path
+            try: lock_run(run, "C")
+            except RunInUseError: raise
+            else: unlock_run(run)  # C got it too (the old lock_run): release it before failing
+    finally:
+        b.kill(); b.wait()
+    lock_run(run, "D"); unlock_run(run)  # B's death freed it
+
 def test_resume_of_a_finished_run_changes_nothing(copy_run, cli):
     before = files(copy_run)
     r = cli(train_main, "copy", "--run-dir", str(copy_run), *COPY, "--resume")
@@ -323,3 +352,27 @@ def test_an_unreadable_checkpoint_is_one_line_without_pytorchs_text(tmp_path, co
 def test_a_missing_run_says_to_train_it_first(tmp_path):
     from annotated_transformer.checkpoint import load_checkpoint, CheckpointError
     with pytest.raises(CheckpointError, match="checkpoint not found .*train it first"): load_checkpoint(tmp_path / "runs" / "ptb-sample")
+
+# ---------------------------------------------------------------- issue 72: a refused pickle is our one line, not torch's warning first
+class _Evil:
+    "What a malicious checkpoint holds: unpickling it would run a shell command."
+    def __reduce__(self): return (os.system, ("echo unpickled",))
+
+def test_a_refused_malicious_pickle_is_one_line_without_torchs_warning(copy_run, tmp_path, cli, capfd):
+    """A pickle of more than tensors and plain data (here written by `pickle`, protocol 4) is refused; torch's two-line
+    'Detected pickle protocol 4' warning came first, twice when the file was skipped in a run directory."""
+    import pickle, shutil, warnings
+    evil = tmp_path / "evil.pt"; evil.write_bytes(pickle.dumps({"model": _Evil(), "model_config": {}}, protocol=4))
+    r = cli(translate_main, "--checkpoint", evil, stdin="ein hund\n")
+    assert r.returncode == 1 and r.stderr.splitlines() == [
+        f"at-translate: error: {evil}: not a readable checkpoint: not a file torch.save wrote, cut short, or a pickle of more "
+        "than tensors and plain data (UnpicklingError)"], r.stderr
+    run = tmp_path / "damaged"; shutil.copytree(copy_run, run)
+    shutil.copy(evil, run / "ckpt_0000009.pt"); (run / "latest").write_text("ckpt_0000009.pt\n")  # the newest: skipped, in one line
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert load_checkpoint(run).step == 2
+    err = capfd.readouterr().err
+    assert not caught and err.splitlines() == [f"warning: skipped {run / 'ckpt_0000009.pt'}: not a readable checkpoint: not a file "
+        "torch.save wrote, cut short, or a pickle of more than tensors and plain data (UnpicklingError); using ckpt_0000002.pt"], (caught, err)

@@ -11,7 +11,8 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
-from annotated_transformer.checkpoint import make_checkpoint, write_shipped
+from annotated_transformer.checkpoint import make_checkpoint
+from annotated_transformer.shipped import write_shipped
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import SubwordTokenizer
 from annotated_transformer.decode import greedy_decode

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from annotated_transformer.config import TrainConfig, TransformerConfig
 from annotated_transformer.model import make_model
 from annotated_transformer.loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy, chunked_label_smoothed_cross_entropy, smooth_targets
-from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, ADAM_IMPLS, cooldown
+from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, adam_kwargs, ADAM_IMPLS, cooldown
 
 
 def equation_3(step, d_model, warmup):  # the paper's formula, typed in independently of noam_lr
@@ -272,7 +272,7 @@ def test_adam_implementations_match_the_update_written_out(impl):
     net = nn.Sequential(nn.Linear(7, 6), nn.ReLU(), nn.Linear(6, 4), nn.LayerNorm(4))
     start = [p.detach().clone() for p in net.parameters()]
     grads = [[torch.randn_like(p) * 10 ** (s - 2) for p in start] for s in range(4)]  # gradients of several scales
-    opt = make_optimizer(net, impl=impl)
+    opt = make_optimizer(net, **adam_kwargs(impl, list(net.parameters())))
     assert opt.defaults["lr"] == 1.0 and opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
     for g in opt.param_groups: g["lr"] = 1e-2
     for step_grads in grads:
@@ -305,17 +305,20 @@ def test_adam_impl_choice_and_bad_name():
     lin = nn.Linear(2, 2)
     assert adam_impl("auto", list(lin.parameters())) == "fused"  # PyTorch's fused Adam runs on the CPU too
     assert adam_impl("auto", [torch.zeros(2, dtype=torch.long)]) == "foreach"  # no fused kernel for integer tensors
-    assert make_optimizer(lin, impl="readable").defaults["foreach"] is False
-    assert make_optimizer(lin, impl="fused").defaults["fused"] is True
+    assert make_optimizer(lin, **adam_kwargs("readable", list(lin.parameters()))).defaults["foreach"] is False
+    assert make_optimizer(lin, **adam_kwargs("fused", list(lin.parameters()))).defaults["fused"] is True
+    assert make_optimizer_and_scheduler(lin, 8, TrainConfig())[0].defaults["fused"] is True  # the trainer's: auto, fused on the CPU
+    assert make_optimizer(lin).defaults["fused"] is None  # the paper's Adam: PyTorch's default kernel
     assert set(ADAM_IMPLS) == {"auto", "readable", "foreach", "fused"}
-    with pytest.raises(ValueError, match="impl='adamw'"): make_optimizer(lin, impl="adamw")
+    with pytest.raises(ValueError, match="impl='adamw'"): adam_kwargs("adamw", list(lin.parameters()))
+    with pytest.raises(ValueError, match="impl='adamw'"): make_optimizer_and_scheduler(lin, 8, TrainConfig(), impl="adamw")
 
 
 @pytest.mark.cuda
 def test_adam_auto_is_fused_on_cuda():
     lin = nn.Linear(2, 2).cuda()
     assert adam_impl("auto", list(lin.parameters())) == "fused"
-    assert make_optimizer(lin).defaults["fused"] is True
+    assert make_optimizer_and_scheduler(lin, 8, TrainConfig())[0].defaults["fused"] is True
 
 
 # ---------------------------------------------------------------- chunked loss

@@ -2,7 +2,8 @@
 import json, random, subprocess, sys
 from pathlib import Path
 import pytest, torch
-from annotated_transformer.checkpoint import CheckpointError, load_checkpoint, make_checkpoint, write_shipped
+from annotated_transformer.checkpoint import CheckpointError, load_checkpoint, make_checkpoint
+from annotated_transformer.shipped import write_shipped
 from annotated_transformer.config import TransformerConfig
 from annotated_transformer.data import SubwordTokenizer
 from annotated_transformer.model import make_model

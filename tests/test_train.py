@@ -111,6 +111,36 @@ def test_resume_reproduces_uninterrupted_run(tmp_path):
     assert torch.equal(params(resumed.model), params(full.model))
 
 
+def test_resume_between_logged_steps_logs_the_losses_of_an_unbroken_run(tmp_path):
+    """Logged every 4 steps, saved every 6: the checkpoint at step 6 falls inside a logging window (steps 5-8). The resumed
+    run's step-8 record must average steps 5-8, as the unbroken run's does; it averaged 7-8 when the window was not saved."""
+    import shutil
+    full = make_trainer(tmp_path / "full", dropout=0.1, max_steps=12, log_every=4, save_every=6, keep_last=5)
+    full.fit()
+    part = tmp_path / "part"; shutil.copytree(tmp_path / "full", part)  # as if it had stopped right after its step-6 checkpoint
+    (part / "ckpt_0000012.pt").unlink(); (part / "latest").write_text("ckpt_0000006.pt\n")
+    torch.manual_seed(123)
+    resumed = make_trainer(part, dropout=0.1, max_steps=12, log_every=4, save_every=6, keep_last=5, resume=True)
+    assert resumed.step == 6
+    resumed.fit()
+    logged = lambda run: [(r["step"], r["loss"]) for r in read_metrics(run) if "loss" in r]
+    assert logged(part) == logged(tmp_path / "full") and [s for s, _ in logged(part)] == [4, 8, 12]
+    assert torch.equal(params(resumed.model), params(full.model))
+
+
+def test_a_checkpoint_without_the_logging_window_still_resumes(tmp_path):
+    "Checkpoints written before the window was saved (no `log_window` in their extra) resume with an empty window."
+    first = make_trainer(tmp_path, max_steps=3, log_every=2)
+    first.fit()
+    ck = load_checkpoint(tmp_path); assert ck.log_window is not None
+    ck.log_window = None; ck.more.pop("log_window", None)
+    from annotated_transformer.checkpoint import write_checkpoint
+    write_checkpoint(ck, list_checkpoints(tmp_path)[-1])
+    resumed = make_trainer(tmp_path, max_steps=6, log_every=2, resume=True)
+    assert resumed.step == 3
+    resumed.fit()
+    assert [r["step"] for r in read_metrics(tmp_path) if "loss" in r] == [2, 3, 4, 6]
+
 def test_checkpoint_is_self_describing_and_keeps_last_k(tmp_path):
     tr = make_trainer(tmp_path, max_steps=6, save_every=1, keep_last=3)
     tr.fit()

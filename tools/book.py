@@ -198,21 +198,121 @@ def is_trained_output(stem, c) -> bool:
     return c['cell_type'] == 'code' and '# trained model output' in ''.join(c['source'])
 
 
+# What makes a cell of Parts I-II engineering or plumbing, read from its code, not from its heading: kernels and fused
+# paths, caches, precision and CPU tricks, processes and resuming, memory and accumulation, checkpoints; file handling,
+# downloads and recipe registries. A visible code cell that uses one of these is engineering, and so is the prose that
+# introduces it (the markdown cell right before it); so is every cell under an "## Engine room" heading. Comments are
+# not read (a comment naming a checkpoint is not one), and the directive lines `#| ...` neither.
+ENGINEERING_CODE = re.compile(r"""
+    scaled_dot_product_attention | \bsdpa | \bfused\b | \bforeach\b | torch\.compile | is_compiling
+  | \bcache\b | \bstatic_kv\b | KVCache | \bis_causal\b
+  | autocast | bfloat16 | \bbf16\b | \bamx | avx512 | cpuinfo | set_num_threads
+  | \bworld_size\b | \brank\s*= | DistributedDataParallel | all_reduce | \bresume | set_epoch\([^)]*start
+  | \bchunk | accum | VmHWM | max_memory | HiddenStates | SequenceObjective
+  | checkpoint | torch\.save | torch\.load
+  | \bgzip\b | sys\.stdin | urllib | \bdownload | atomic_write | register_recipe | \bRecipe\( | sha256
+""", re.X | re.I)
+
+
+def _code_only(s: str) -> str:
+    "A cell's code without its comments (strings stay: a flag's value is code)"
+    import io, tokenize
+    try: return tokenize.untokenize(t for t in tokenize.generate_tokens(io.StringIO(s).readline) if t.type != tokenize.COMMENT)
+    except (tokenize.TokenError, IndentationError, SyntaxError): return re.sub(r'(?m)^\s*#.*$', '', s)
+
+
+def engineering_cell(c) -> bool:
+    "A visible code cell whose code (not its comments) does engineering or plumbing: see ENGINEERING_CODE"
+    return c['cell_type'] == 'code' and _visible(c) and ENGINEERING_CODE.search(_code_only(''.join(c['source']))) is not None
+
+
 def engineering_share(nbs: Path = NBS, n_parts: int = 2) -> dict:
-    """Cells of Parts I-II under an `## Engine room` heading (to the next H2 or the page's end), over all their visible
-    cells"""
+    """Engineering and plumbing among the cells a docs reader sees on Parts I-II: every cell under an `## Engine room`
+    heading (to the next H2 or the page's end), every visible code cell that does engineering by its code, and the
+    markdown cell that introduces such a code cell"""
     eng = total = 0
-    per_page = {}
+    per_page, flagged = {}, {}
     for part in numbered_parts(nbs/'book.txt')[:n_parts]:
         for stem in part.pages:
-            inside, e, t = False, 0, 0
-            for c in nb_json(stem, nbs)['cells']:
-                if not _visible(c): continue
+            cells = [c for c in nb_json(stem, nbs)['cells'] if _visible(c)]
+            inside, marks = False, []
+            for c in cells:
                 s = ''.join(c['source'])
                 if c['cell_type'] == 'markdown' and re.match(r'^##\s', s.strip()): inside = bool(ENGINE_RE.match(s.strip()))
-                t += 1; e += inside
-            per_page[stem] = (e, t); eng += e; total += t
-    return dict(engineering_cells=eng, cells=total, share=eng / total if total else 0.0, per_page=per_page)
+                marks.append(inside or engineering_cell(c))
+            for i in range(len(cells) - 1):   # the prose right before an engineering code cell introduces it
+                if cells[i]['cell_type'] == 'markdown' and cells[i + 1]['cell_type'] == 'code' and engineering_cell(cells[i + 1]):
+                    marks[i] = True
+            e = sum(marks)
+            per_page[stem] = (e, len(cells)); eng += e; total += len(cells)
+            flagged[stem] = [c.get('id') for c, m in zip(cells, marks) if m]
+    return dict(engineering_cells=eng, cells=total, share=eng / total if total else 0.0, per_page=per_page, flagged=flagged)
+
+
+# ---------------------------------------------------------------- the concept table
+# The home page's table "The paper, idea by idea" links each idea of §3, §5 and §6.1 to the sections that teach it. Each
+# idea must have, over its linked sections: the paper's words (a blockquote tagged §), the math (a $$ display), the code
+# (an exported cell, or a visible function or class), a check (a test or assert, shown or hidden) and a picture (a stored
+# image). `concept_gaps` names what is missing.
+CONCEPTS_RE = re.compile(r'^### The paper, idea by idea', re.M)
+PARTS_OF_A_LESSON = ('quote', 'math', 'code', 'check', 'picture')
+
+
+def slug(heading: str) -> str:
+    """The anchor a section heading gets on the site: Pandoc's rule, as tools/build_docs.py's `_pandoc_slug` gives it to
+    Sphinx (lower case; all but letters, digits, `_`, `-`, `.` and spaces dropped; spaces to hyphens; nothing before the
+    first letter)"""
+    s = re.sub(r'^#+\s*', '', heading.strip().split('\n')[0])
+    s = re.sub(r'<[^>]+>|`', '', s).strip().lower()
+    s = re.sub(r'\s+', '-', re.sub(r'[^\w\s.\-]', '', s))
+    return re.sub(r'^[^a-z]+', '', s) or 'section'
+
+
+def section(stem: str, anchor: str, nbs: Path = NBS) -> list:
+    """The cells of a page's section: from the H2 heading whose anchor is `anchor` to the next H1 or H2; with no anchor,
+    the page's opening, from its title to its first H2"""
+    cells, out = nb_json(stem, nbs)['cells'], None
+    for c in cells:
+        s = ''.join(c['source'])
+        m = re.match(r'^(#{1,2})\s', s) if c['cell_type'] == 'markdown' else None
+        if m and out is not None: break
+        if m and out is None and (slug(s) == anchor if anchor else m.group(1) == '#'): out = []
+        if out is not None: out.append(c)
+    if out is None: raise BookError(f'{stem}: no section with the anchor #{anchor}' if anchor else f'{stem}: no title')
+    return out
+
+
+def lesson_parts(cells) -> set:
+    "Which of quote, math, code, check and picture these cells hold"
+    md = [''.join(c['source']) for c in cells if c['cell_type'] == 'markdown']
+    code = [c for c in cells if c['cell_type'] == 'code']
+    src = lambda c: ''.join(c['source'])
+    has = dict(quote=any(re.search(r'^>\s*§\d', s, re.M) for s in md),
+               math=any('$$' in s for s in md),
+               code=any(re.search(r'^#\|\s*exports?\b', src(c), re.M) or (_visible(c) and re.search(r'^(def|class)\s', src(c), re.M))
+                        for c in code),
+               check=any(re.search(r'\b(test_eq|test_close|test_fail|assert)\b', src(c)) for c in code),
+               picture=any('image/png' in o.get('data', {}) for c in code for o in c.get('outputs', [])))
+    return {k for k, v in has.items() if v}
+
+
+def concept_table(nbs: Path = NBS) -> dict:
+    "The home page's concept table: {idea: [(page, anchor), ...]}"
+    for c in nb_json('index', nbs)['cells']:
+        s = ''.join(c['source'])
+        if c['cell_type'] == 'markdown' and CONCEPTS_RE.search(s):
+            rows = [l for l in s.splitlines() if l.startswith('|') and not re.match(r'^\|[-| ]+\|$', l)][1:]
+            return {l.split('|')[1].strip(): re.findall(r'\]\((\w+)\.ipynb(?:#([\w.-]+))?\)', l) for l in rows}
+    raise BookError('the home page has no "### The paper, idea by idea" table')
+
+
+def concept_gaps(nbs: Path = NBS) -> dict:
+    "{idea: [what its linked sections lack]}, for every idea of the table that lacks something"
+    out = {}
+    for idea, links in concept_table(nbs).items():
+        got = set().union(*[lesson_parts(section(stem, anchor, nbs)) for stem, anchor in links]) if links else set()
+        if missing := [p for p in PARTS_OF_A_LESSON if p not in got]: out[idea] = missing
+    return out
 
 
 def measures(nbs: Path = NBS) -> dict:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse, json, subprocess, sys, time
 from pathlib import Path
 import torch
-from annotated_transformer.checkpoint import CheckpointError, load_checkpoint, write_shipped
+from annotated_transformer.checkpoint import CheckpointError, load_checkpoint
 from annotated_transformer.data import atomic_write, load_recipe
 from annotated_transformer.evaluation import checkpoint_candidates, load_translator
 from annotated_transformer.translation import score_corpus
-from annotated_transformer.shipped import shipped_dir
+from annotated_transformer.shipped import shipped_dir, write_shipped
 
 MARGIN = 0.05  # BLEU or F1: the stored precision must reproduce the row this closely
 PRECISIONS = (torch.bfloat16, torch.float16, torch.float32)  # smallest first; bf16 before fp16 at the same size
