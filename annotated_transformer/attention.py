@@ -87,8 +87,7 @@ def _check_mask(m: Tensor, name: str, shapes: list, expected: str):
 
 # %% ../nbs/01_attention.ipynb #eab645d0
 class SimpleMultiHeadAttention(nn.Module):
-    """Multi-head attention (§3.2.2) as the equation reads: a loop over heads. The form to read; `MultiHeadAttention` is
-    its batched twin."""
+    "Multi-head attention (§3.2.2) as the equation reads: a loop over heads. `MultiHeadAttention` is its batched twin."
     def __init__(self, d_model: int, n_heads: int):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d_model // n_heads
