@@ -170,7 +170,9 @@ def test_engineering_is_counted_from_the_code(tmp_path):
                        (code('out = F.scaled_dot_product_attention(q, k, v)'), 2),
                        (code('with torch.autocast("cpu", dtype=torch.bfloat16): y = m(x)'), 2),
                        (code('corpus = read_parallel(gzip.open(path))'), 2),
-                       (code('sampler = Sampler(pairs, rank=1, world_size=2)'), 2)]:
+                       (code('sampler = Sampler(pairs, rank=1, world_size=2)'), 2),
+                       (code('test_fail(lambda: f(-1), contains="expected")\ntest_fail(lambda: f("a"))'), 2),
+                       (code('test_eq(f(1), 2)\ntest_fail(lambda: f(-1))'), 0)]:
         for stem, heading in [('03_embeddings', '## Positional encoding'), ('08_optim', '## The schedule')]:
             p = d/f'{stem}.ipynb'; keep = p.read_text()
             _plant(p, cell, heading)

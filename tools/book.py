@@ -201,7 +201,8 @@ def is_trained_output(stem, c) -> bool:
 # What makes a cell of Parts I-II engineering or plumbing, read from its code, not from its heading: kernels and fused
 # paths, caches, precision and CPU tricks, processes and resuming, memory and accumulation, checkpoints; file handling,
 # downloads and recipe registries. A visible code cell that uses one of these is engineering, and so is the prose that
-# introduces it (the markdown cell right before it); so is every cell under an "## Engine room" heading. Comments are
+# introduces it (the markdown cell right before it); so is a visible cell that only demonstrates bad input being refused,
+# and every cell under an "## Engine room" heading. Comments are
 # not read (a comment naming a checkpoint is not one), and the directive lines `#| ...` neither.
 ENGINEERING_CODE = re.compile(r"""
     scaled_dot_product_attention | \bsdpa | \bfused\b | \bforeach\b | torch\.compile | is_compiling
@@ -221,9 +222,18 @@ def _code_only(s: str) -> str:
     except (tokenize.TokenError, IndentationError, SyntaxError): return re.sub(r'(?m)^\s*#.*$', '', s)
 
 
+def _bad_input_demo(code: str) -> bool:
+    "A cell that only shows refusals of bad input (every statement a `test_fail`): plumbing, not the paper"
+    lines = [l.strip() for l in code.splitlines() if l.strip() and not l.strip().startswith('#|')]
+    return bool(lines) and all(l.startswith('test_fail(') for l in lines)
+
+
 def engineering_cell(c) -> bool:
-    "A visible code cell whose code (not its comments) does engineering or plumbing: see ENGINEERING_CODE"
-    return c['cell_type'] == 'code' and _visible(c) and ENGINEERING_CODE.search(_code_only(''.join(c['source']))) is not None
+    """A visible code cell whose code (not its comments) does engineering or plumbing (see ENGINEERING_CODE), or only
+    demonstrates refusals of bad input"""
+    if c['cell_type'] != 'code' or not _visible(c): return False
+    code = _code_only(''.join(c['source']))
+    return ENGINEERING_CODE.search(code) is not None or _bad_input_demo(code)
 
 
 def engineering_share(nbs: Path = NBS, n_parts: int = 2) -> dict:
