@@ -5,29 +5,22 @@
 # %% ../nbs/20_chart_parser.ipynb #d66f50bf
 from __future__ import annotations
 import math
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
 from fastcore.basics import patch
 from .trees import Tree
-from .spans import EMPTY, tree_spans, spans_to_tree, cky
+from .spans import spans_to_tree, cky
 from .model import Encoder
 from .attention import Dropout
 from .embeddings import Embeddings, PositionalEncoding
-from functools import partial
-from torch.utils.data import DataLoader
-from .batching import ShardedTokenBatchSampler
 from .evalb import evalb_sentence, bracket_prf
-from .data import SubwordTokenizer
+from .chart_vocab import PAD, UNK, EOS, ChartVocab, ChartBatch, chart_batch
+from .chart_vocab import chart_loader  # for the training cells below
 
 # %% auto #0
-__all__ = ['PAD', 'UNK', 'BOS', 'EOS', 'ChartConfig', 'ChartParser', 'partition', 'tree_score', 'margin_loss', 'span_loss',
-           'ChartVocab', 'ChartBatch', 'chart_batch', 'chart_loader', 'ensemble_scores', 'check_vocab_sizes',
-           'chart_parse', 'ChartObjective', 'plot_span_chart']
-
-# %% ../nbs/20_chart_parser.ipynb #62194a0c
-PAD, UNK, BOS, EOS = 0, 1, 2, 3  # word and character ids shared by every vocabulary
+__all__ = ['ChartConfig', 'ChartParser', 'partition', 'tree_score', 'margin_loss', 'span_loss', 'ensemble_scores',
+           'check_vocab_sizes', 'chart_parse', 'ChartObjective', 'plot_span_chart']
 
 # %% ../nbs/20_chart_parser.ipynb #551cb07e
 @dataclass
@@ -238,115 +231,6 @@ def span_loss(spans: Tensor, # (B, P, L-1) non-empty label scores, spans in `tor
     ok = j[None, :] <= lengths[:, None]  # (B, P) spans inside the sentence
     # the empty label's score 0 in front
     return F.cross_entropy(F.pad(spans[ok], (1, 0)), gold[:, i, j][ok], reduction="sum")
-
-# %% ../nbs/20_chart_parser.ipynb #1df4971b
-class ChartVocab:
-    """Words, characters (or BPE pieces), span labels and tags of the training trees (ids 0-3: PAD, UNK, BOS, EOS; label
-    0: the empty label)."""
-    def __init__(self, words: list[str], chars: list[str], labels: list[str], pieces: dict | None = None,
-                 tags: list[str] | None = None):
-        self.words, self.chars, self.labels, self.tags = list(words), list(chars), list(labels), list(tags or [])
-        self.pieces = pieces  # a `SubwordTokenizer`'s state: words are then spelled in its pieces (pad 0, bos 1, eos 2)
-        self._sp = SubwordTokenizer.from_state_dict(pieces) if pieces else None
-        if self._sp: self.chars = [f"piece {k}" for k in range(self._sp.vocab_size)]
-        self.word_id, self.char_id = {w: k for k, w in enumerate(self.words)}, {c: k for k, c in enumerate(self.chars)}
-        self.label_id, self.tag_id = {l: k for k, l in enumerate(self.labels)}, {t: k for k, t in enumerate(self.tags)}
-        self._units = {}  # word -> its ids (`units`)
-
-    @classmethod
-    def from_trees(cls, trees: list[Tree], # the training trees
-                   min_count: int = 2, # rarer words are UNK (the characters still spell them)
-                   # > 0: also a BPE vocabulary of this size over the training words (`word_features="subwords"`)
-                   subwords: int = 0,
-                  ) -> "ChartVocab":
-        w, c, l, g = Counter(), Counter(), Counter(), Counter()
-        for t in trees:
-            words, tags, spans = tree_spans(t)
-            w.update(words); c.update(ch for x in words for ch in x); l.update(s[2] for s in spans); g.update(tags)
-        special = ["<pad>", "<unk>", "<s>", "</s>"]
-        pieces = (SubwordTokenizer.train([" ".join(t.words()) for t in trees], vocab_size=subwords).state_dict()
-                  if subwords else None)
-        return cls(special + sorted(x for x, n in w.items() if n >= min_count), special + sorted(c),
-                   [EMPTY] + sorted(l), pieces, sorted(g))
-
-    def units(self, word: str) -> list[int]:
-        """The ids that spell a word: its characters, or its BPE pieces (remembered per word: every batch spells its
-        words again)."""
-        u = self._units.get(word)
-        if u is None:
-            u = self._units[word] = self._sp.encode(word) if self._sp else [self.char_id.get(c, UNK) for c in word]
-        return u
-
-    def state_dict(self) -> dict:
-        return dict(kind="chart", words=self.words, chars=self.chars, labels=self.labels, pieces=self.pieces,
-                    tags=self.tags)
-    @classmethod
-    def from_state_dict(cls, d: dict) -> "ChartVocab":
-        if not isinstance(d, dict) or d.get("kind") != "chart":
-            raise ValueError("the checkpoint holds no chart parser vocabulary (was it trained with at-train ptb-chart "
-                             "or ptb-chart-sample?)")
-        # vocabularies before the tagger have no tags
-        return cls(d["words"], d["chars"], d["labels"], d.get("pieces"), d.get("tags"))
-
-    def sized(self, cfg: "ChartConfig") -> "ChartConfig":
-        "`cfg` with this vocabulary's sizes."
-        return replace(cfg, n_words=len(self.words), n_chars=len(self.chars), n_labels=len(self.labels),
-                       n_tags=len(self.tags))
-
-# %% ../nbs/20_chart_parser.ipynb #768f8c03
-@dataclass
-class ChartBatch:
-    """Sentences as tensors: words between BOS and EOS (B, N+2), their characters (B, N+2, C), lengths (B,); with trees,
-    the gold chart (B, N+1, N+1), spans, trees and tag ids (B, N)."""
-    words: Tensor; chars: Tensor; lengths: Tensor
-    gold: Tensor | None = None; gold_spans: list | None = None; trees: list | None = None
-    # -100 (cross-entropy's ignore_index) past a sentence's end and for tags unseen in training
-    gold_tags: Tensor | None = None
-    def __len__(self): return self.words.size(0)
-    def to(self, device, non_blocking: bool = False) -> "ChartBatch":
-        move = lambda x: x.to(device, non_blocking=non_blocking) if isinstance(x, Tensor) else x
-        return ChartBatch(*(move(getattr(self, f))
-                            for f in ("words", "chars", "lengths", "gold", "gold_spans", "trees", "gold_tags")))
-
-# %% ../nbs/20_chart_parser.ipynb #5f3270b9
-def chart_batch(vocab: ChartVocab, sentences: list[list[str]], trees: list[Tree] | None = None,
-                max_chars: int = 20) -> ChartBatch:
-    """A `ChartBatch` of tokenized sentences (and their gold trees: labels unseen in training are left out of the gold
-    chart)."""
-    n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
-    units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
-    C = max(len(u) for us in units for u in us)
-    bos, eos = (SubwordTokenizer.bos_id, SubwordTokenizer.eos_id) if vocab.pieces else (BOS, EOS)
-    pad = [PAD] * C  # rows built as lists, each tensor made once
-    words = torch.tensor([[BOS] + [vocab.word_id.get(w, UNK) for w in s] + [EOS] + [PAD] * (N - len(s))
-                          for s in sentences])
-    chars = torch.tensor([[[bos] + pad[1:]] + [u + pad[len(u):] for u in us] + [[eos] + pad[1:]] + [pad] * (N - len(us))
-                          for us in units])  # (B, N+2, C)
-    if trees is None: return ChartBatch(words, chars, torch.tensor(n))
-    spans = [[(i, j, vocab.label_id[l]) for i, j, l in tree_spans(t)[2] if l in vocab.label_id] for t in trees]
-    # a span has one label (unary chains are one)
-    gold = torch.zeros(len(n), N + 1, N + 1, dtype=torch.long)  # (B, N+1, N+1)
-    idx = [(b, i, j, l) for b, ss in enumerate(spans) for i, j, l in ss]
-    if idx: bb, ii, jj, ll = torch.tensor(idx).T; gold[bb, ii, jj] = ll
-    tags = torch.tensor([[vocab.tag_id.get(g, -100) for g in t.tags()] + [-100] * (N - len(s))
-                         for t, s in zip(trees, sentences)])
-    return ChartBatch(words, chars, torch.tensor(n), gold, spans, list(trees), tags)
-
-# %% ../nbs/20_chart_parser.ipynb #c0a1e115
-def chart_loader(vocab: ChartVocab, trees: list[Tree], # the training (or dev) trees
-                 max_tokens: int = 2048, # words (+2) per batch, padding included
-                 shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1,
-                 max_sentences: int | None = None
-                # yields `ChartBatch`es; its `batch_sampler` is a `ShardedTokenBatchSampler`
-                ) -> DataLoader:
-    "A DataLoader of trees batched by a word budget, for the `Trainer` (resumable: its sampler has `set_epoch`)."
-    lens = [len(t.words()) + 2 for t in trees]
-    sampler = ShardedTokenBatchSampler(lens, lens, max_tokens=max_tokens, shuffle=shuffle, seed=seed, rank=rank,
-                                       world_size=world_size, max_sentences=max_sentences)
-    return DataLoader(trees, batch_sampler=sampler, collate_fn=partial(_collate_trees, vocab))
-
-def _collate_trees(vocab: ChartVocab, trees: list[Tree]) -> ChartBatch:
-    return chart_batch(vocab, [t.words() for t in trees], trees)
 
 # %% ../nbs/20_chart_parser.ipynb #bf2797ac
 def ensemble_scores(scores: list[Tensor], # each member's label scores (B, N+1, N+1, L) of the same batch

@@ -9,7 +9,8 @@ from typing import Callable
 import torch, torch.nn.functional as F
 from torch import Tensor
 from .trees import Tree
-from .chart import ChartObjective, ChartParser, ChartVocab, chart_batch, ensemble_scores
+from .chart_vocab import ChartVocab, chart_batch
+from .chart import ChartObjective, ChartParser, ensemble_scores
 
 # %% auto #0
 __all__ = ['shift_labels', 'minus_threshold', 'decoding_choices', 'ensemble_choices', 'decoding_sums', 'choose_checkpoint']

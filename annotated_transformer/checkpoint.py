@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 from .config import config_from_dict
-from .data import atomic_write, read_json, sha256_file, warn
+from .data import atomic_write, read_json, warn, sha256_file
 from .kinds import ModelKind, KINDS, kind_named, kind_of
 from fastcore.basics import patch
 

@@ -13,14 +13,15 @@ from .config import TransformerConfig, TrainConfig, field_help, COMPILE_MODES
 from .rnn import RNNConfig, CELLS, ATTENTIONS
 from .data import read_lines, iter_lines, atomic_write, MAX_LINE_BYTES
 from .checkpoint import CheckpointError, list_checkpoints, check_writable, load_checkpoint
-from .shipped import shipped_dir, shipped_names, shipped_path
+from .loading import load_model
+from .shipped import shipped_dir, shipped_names, shipped_path, check_ship_name, ship_translation
 from .bench import BENCH_PRESETS
 from .tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
-from .inference import translate_chunks, bleu_scores
-from .evaluation import load_translator, evaluate_run, run_splits, evaluation_summary
+from .inference import bleu_scores
+from .evaluation import evaluate_run, run_splits, evaluation_summary, run_checkpoints
 from .parser import parse_gold
-from .parsing_runs import load_parsers, iter_sentences, parse_chunks, read_gold
-from .kinds import kind_of_model
+from .parsing_runs import iter_sentences, parse_chunks, read_gold
+from .kinds import architectures
 from .launch import run_task
 from .variations import ROWS
 from .grid import GridSettings, run_grid
@@ -31,12 +32,13 @@ from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device,
                                            write_lines, write_stream, lines_per_chunk, blank_note, no_sentences)
 
 # %% auto #0
-__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help', 'model_option',
-           'translate_parser', 'translate_main', 'evaluate_parser', 'evaluate_main', 'parse_parser', 'parse_main',
-           'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
+__all__ = ['CHOICES', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help', 'add_model_options',
+           'model_option', 'translate_parser', 'translate_main', 'evaluate_parser', 'evaluate_main', 'parse_parser',
+           'parse_main', 'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
 
 # %% ../nbs/39_cli.ipynb #abfed8fa
-CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), compile=COMPILE_MODES, model=("transformer", "rnn"), rnn_cell=CELLS, rnn_attention=ATTENTIONS)
+CHOICES = dict(precision=("auto", "fp32", "bf16", "fp16"), compile=COMPILE_MODES, model=tuple(architectures()),
+               rnn_cell=CELLS, rnn_attention=ATTENTIONS)
 
 def _add_fields(parser: argparse.ArgumentParser, obj, seen: set, skip_seen: bool = False):
     "One option per dataclass field (`--max-steps`, alias `--max_steps`), typed from its annotation, help from its comment."
@@ -75,7 +77,6 @@ def train_argparser(task: str = "copy", # whose preset gives the defaults
         epilog=f"Defaults shown are those of the task {task!r}; `at-train TASK --help` shows another task's. Options take "
                "dashes or underscores (--max-steps, --max_steps).\nDistributed: torchrun --standalone --nproc_per_node=N "
                "-m annotated_transformer.cli TASK ...\nErrors are one line; --debug shows the traceback.")
-    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     if find: parser.add_argument("task", nargs="?")
     else: parser.add_argument("task", choices=list(TASKS), metavar="TASK", help="one of the tasks above")
     seen = set()
@@ -125,6 +126,20 @@ def shipped_help(command: str) -> str:
     "The shipped models a command serves, for its --help."
     return ", ".join(shipped_names(command)) or f"none in {shipped_dir()}"
 
+def add_model_options(p: argparse.ArgumentParser, command: str, checkpoint_help: str, beam: int, alpha: float,
+                      max_len_b: int, batch_size: int, section: str, **checkpoint_kw):
+    "The options at-translate and at-parse share: which model (--checkpoint or a shipped --model), and how it decodes."
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help=checkpoint_help, **checkpoint_kw)
+    which.add_argument("--model", help=f"a shipped model by name, instead of --checkpoint: {shipped_help(command)}")
+    p.add_argument("--beam", type=number(int, 1), default=beam, help=f"beam size ({section}: {beam}; 1 = greedy)")
+    p.add_argument("--alpha", type=number(float, 0), default=alpha,
+                   help=f"length penalty exponent ({section}: {alpha})")
+    p.add_argument("--max-len-a", type=number(float, 0), default=1.0, help="output at most a * input length + b tokens")
+    p.add_argument("--max-len-b", type=number(int, 0), default=max_len_b,
+                   help=f"b of --max-len-a ({section}: input length + {max_len_b})")
+    p.add_argument("--batch-size", type=number(int, 1), default=batch_size, help="sentences decoded together")
+
 def model_option(p: argparse.ArgumentParser, name: str) -> Path:
     "The directory of the shipped model `--model NAME`; an unknown name is a bad option (exit 2), naming the known ones."
     try: return shipped_path(name)
@@ -134,22 +149,15 @@ def model_option(p: argparse.ArgumentParser, name: str) -> Path:
 def translate_parser() -> Parser:
     "The options of `at-translate`."
     p = Parser(prog="at-translate", description="Translate one sentence per line with a trained checkpoint (beam search, §6.1).", epilog=BLANK_LINES)
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--checkpoint", help="checkpoint file or run directory written by the trainer")
-    which.add_argument("--model", help=f"a shipped model by name, instead of --checkpoint: {shipped_help('at-translate')}")
+    add_model_options(p, "at-translate", "checkpoint file or run directory written by the trainer", beam=4, alpha=0.6,
+                      max_len_b=50, batch_size=64, section="§6.1")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the one stored inside the checkpoint)")
     p.add_argument("--input", default="-", help="source file, one sentence per line (default: stdin)")
     p.add_argument("--output", default="-", help="where translations go, one per input line (default: stdout)")
     p.add_argument("--reference", default=None, help="reference file: report BLEU, chrF and tokenized lowercased BLEU on stderr")
-    p.add_argument("--beam", type=number(int, 1), default=4, help="beam size K (§6.1: 4; 1 = greedy)")
-    p.add_argument("--alpha", type=number(float, 0), default=0.6, help="length penalty exponent (§6.1: 0.6)")
-    p.add_argument("--max-len-a", type=number(float, 0), default=1.0, help="output at most a * source length + b tokens")
-    p.add_argument("--max-len-b", type=number(int, 0), default=50, help="b of --max-len-a (§6.1: input length + 50)")
-    p.add_argument("--batch-size", type=number(int, 1), default=64, help="sentences per batch")
     p.add_argument("--too-long", choices=["truncate", "error"], default="truncate", help="lines longer than the model's max_len")
     p.add_argument("--no-early-stop", action="store_true", help="tensor2tensor's stopping bound instead of stopping at K finished")
     add_device(p)
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
 # %% ../nbs/39_cli.ipynb #ff880f9a
@@ -158,14 +166,14 @@ def _translate(argv: list[str]) -> int:
     a = p.parse_args(argv)
     check_output(p, "--output", a.output)
     device = pick_device(p, a.device)
-    model, tok = load_translator(a.checkpoint or model_option(p, a.model), a.tokenizer, device)
+    translator = load_model(a.checkpoint or model_option(p, a.model), "at-translate", device, a.tokenizer)
     lines = read_lines(a.input) if a.reference else iter_lines(a.input, max_bytes=MAX_LINE_BYTES)  # BLEU: all
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
     counts, t0 = Counter(), time.perf_counter()  # lines, sentences: a blank line gets a blank output line (BLANK_LINES)
-    chunks = translate_chunks(model, tok, lines, lines_per_chunk(a.input, a.batch_size), counts, beam_size=a.beam,
-                              alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
-                              too_long=a.too_long, early_stop=not a.no_early_stop)
+    chunks = translator.translate_chunks(lines, lines_per_chunk(a.input, a.batch_size), counts, beam_size=a.beam,
+                                         alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b,
+                                         batch_size=a.batch_size, too_long=a.too_long, early_stop=not a.no_early_stop)
     with in_options():  # a truncated line's notice is one `warning:` line, and a hint names --too-long as typed
         if refs is None: write_stream(a.output, chunks)  # each chunk once translated: an endless input streams
         else: hyps = [h for c in chunks for h in c]; write_lines(a.output, hyps)
@@ -200,9 +208,11 @@ def evaluate_parser() -> Parser:
     p.add_argument("--select-beam", type=number(int, 1), default=1, help="beam used on the validation split to choose")
     p.add_argument("--batch-size", type=number(int, 1), default=64, help="sentences decoded together")
     p.add_argument("--save-chosen", default=None, help="write the chosen checkpoint (or average) to this file (default: not written)")
+    p.add_argument("--ship", default=None, metavar="NAME", help="also ship the chosen model as NAME ($AT_PRETRAINED_DIR, "
+                   "else pretrained/), in the smallest precision within 0.05 of its test BLEU; shipped.json goes in --out, "
+                   "and `at-translate --model NAME` loads it (default: not shipped)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="a progress bar on stderr per decoding pass")
     add_device(p)
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
 # %% ../nbs/39_cli.ipynb #c9badc06
@@ -212,17 +222,21 @@ def _evaluate(argv: list[str]) -> int:
     device = pick_device(p, a.device)  # a CUDA device that is not there: exit 2, before anything is read
     check_output(p, "--save-chosen", a.save_chosen)
     check_output_dir(p, "--out", a.out)
-    if not Path(a.run_dir).is_dir(): raise CheckpointError(f"{a.run_dir}: not a run directory (expected the directory at-train wrote)")
-    paths = list_checkpoints(a.run_dir)
-    if not paths: raise CheckpointError(f"{a.run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    if a.ship is not None:
+        try: check_ship_name(a.ship)  # before minutes of decoding
+        except ValueError as e: p.error(f"--ship {a.ship}: {e}")
+    paths = run_checkpoints(a.run_dir)
     last = load_checkpoint(paths[-1]).served_by("at-translate", "at-evaluate")  # read once; a parser's run is named as one, first
     too_many = [n for n in a.average if n > len(paths)]
     if too_many: p.error(f"--average {too_many[0]}: {a.run_dir} keeps {len(paths)} checkpoint{'s' * (len(paths) != 1)}; "
                          f"expected at most {len(paths)}")
     valid, test, task = run_splits(last, a.test, a.valid, a.recipe, a.data_dir, a.src_lang, a.tgt_lang)
     t0 = time.perf_counter()
+    log = lambda m: print(f"at-evaluate: {m}", file=sys.stderr, flush=True)
+    # handed the checkpoint (or average) it chose
+    ship = lambda ck, res: ship_translation(ck, res, test, a.ship, a.run_dir, a.out, device, a.batch_size, log)
     res = evaluate_run(a.run_dir, valid, test, a.out, tuple(a.average), a.beam, a.alpha, a.select_beam, task, a.batch_size,
-                       progress=a.progress, save_chosen=a.save_chosen, last=last, device=device)
+                       progress=a.progress, save_chosen=a.save_chosen, last=last, device=device, then=a.ship and ship)
     print(evaluation_summary(res, valid, test, a.out, time.perf_counter() - t0))
     return 0
 
@@ -234,22 +248,16 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 def parse_parser() -> Parser:
     "The options of `at-parse`."
     p = Parser(prog="at-parse", description="Constituency parsing with a trained checkpoint (§6.3).", epilog=BLANK_LINES)
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--model", help=f"a shipped model by name, instead of --checkpoint: {shipped_help('at-parse')}")
-    which.add_argument("--checkpoint", nargs="+", help="checkpoint file or run directory, which stands for its newest checkpoint (best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or "
-                   "ptb-chart / ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
+    add_model_options(p, "at-parse", beam=21, alpha=0.3, max_len_b=300, batch_size=32, section="§6.3", nargs="+",
+                      checkpoint_help="checkpoint file or run directory, which stands for its newest checkpoint "
+                      "(best.pt: the best on dev) (at-train ptb / ptb-small / ptb-sample, or ptb-chart / "
+                      "ptb-chart-sample); two or more chart parsers of one vocabulary parse as an ensemble")
     p.add_argument("--input", default=None, help="tokenized sentences, one per line, words separated by spaces (default: stdin)")
     p.add_argument("--gold", default=None, help="gold trees instead of --input: parse their words and print EVALB scores on stderr (default: none, parse --input)")
     p.add_argument("--output", default="-", help="where the trees go, one per line (default: stdout, each as soon as "
                    "its chunk is parsed); a file is written only when all are parsed")
-    p.add_argument("--beam", type=number(int, 1), default=21, help="beam size (§6.3: 21; 1 = greedy)")
-    p.add_argument("--alpha", type=number(float, 0), default=0.3, help="length penalty exponent (§6.3: 0.3)")
-    p.add_argument("--max-len-a", type=number(float, 0), default=1.0, help="output at most a * input length + b tokens")
-    p.add_argument("--max-len-b", type=number(int, 0), default=300, help="b of --max-len-a (§6.3: input length + 300)")
-    p.add_argument("--batch-size", type=number(int, 1), default=32, help="sentences decoded together")
     p.add_argument("--unconstrained", action="store_true", help="decode without TreeConstraint (outputs are repaired afterwards)")
     add_device(p)
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return p
 
 # %% ../nbs/39_cli.ipynb #5de6eea1
@@ -262,9 +270,9 @@ def _parse(argv: list[str]) -> int:
     kw = dict(beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
               constrained=not a.unconstrained)
     t0 = time.perf_counter()
-    model, vocab = load_parsers(a.checkpoint or [model_option(p, a.model)], device)
-    kind = kind_of_model(model, vocab)  # either parser: its kind decodes it and knows the longest sentence it takes
-    longest = kind.max_input(model)
+    # either parser, or an ensemble: its kind decodes it and knows the longest sentence it takes
+    parser = load_model(a.checkpoint or [model_option(p, a.model)], "at-parse", device)
+    (model, vocab), kind, longest = parser, parser.kind, parser.longest
     if a.gold:
         r = parse_gold(model, vocab, read_gold(a.gold, longest), decode=kind.run, **kw)
         write_lines(a.output, [str(t) for t in r["trees"]])
@@ -296,7 +304,6 @@ def variations_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-runs", "--keep_runs", dest="keep_runs", action="store_true", help="keep each row's checkpoint")
     p.add_argument("--seeds", type=lambda t: list(_int_list(t, 0)), default=None, help="comma-separated seeds, each row trained with each (default: --seed)")
     p.add_argument("--workers", type=number(int, 1), default=1, help="runs trained at once, each in its own process at one thread")
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     _add_fields(p, GridSettings(), set())  # every field an option, as at-train's; GridSettings checks the values
     return p
 
@@ -358,7 +365,6 @@ def bench_parser() -> Parser:
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
     ap.add_argument("--checkpoint", default=None, help="a trained translation checkpoint (file or run directory): adds the ct2 benchmark, our beam search against CTranslate2 on its test split (pip install ctranslate2; default: none, no ct2 benchmark)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
-    ap.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return ap
 
 # %% ../nbs/39_cli.ipynb #3f943066

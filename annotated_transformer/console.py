@@ -87,7 +87,9 @@ class HelpFormatter(argparse.HelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     "Every console script's parser: a bad option is one line naming it, then where to look (no usage block first), exit 2."
-    def __init__(self, *args, **kw): super().__init__(*args, formatter_class=HelpFormatter, **kw)
+    def __init__(self, *args, **kw):
+        super().__init__(*args, formatter_class=HelpFormatter, **kw)
+        self.add_argument("--debug", action="store_true", help="show the Python traceback of an error")  # every script's
     def error(self, message): self.exit(2, f"{self.prog}: error: {message}{'' if '--help' in message else f' (see {self.prog} --help)'}\n")
 
 # %% ../nbs/30a_console.ipynb #b2d0c011

@@ -11,7 +11,7 @@ from .model import Transformer
 from .data import SubwordTokenizer
 from .checkpoint import Checkpoint
 from .inference import encode_sources, translate, bleu_scores
-from .evaluation import load_translator
+from .loading import load_model
 from .decode import length_penalty
 
 # %% auto #0
@@ -92,7 +92,7 @@ def export_ctranslate2(ckpt: Checkpoint | str | Path, # a translation checkpoint
         raise FileExistsError(f"{out}: exists and is not a directory; expected a directory to write the model into")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise FileExistsError(f"{out}: exists and is not empty; pass force=True to replace it")
-    model, tok = load_translator(ckpt, tokenizer_dir)
+    model, tok = load_model(ckpt, "at-translate", tokenizer=tokenizer_dir)
     class _Ours(Converter):
         def _load(self): return ct2_spec(model, tok)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     if len(lines) != len(refs):
         raise ValueError(f"{len(lines)} source lines but {len(refs)} references: they must align line by line")
     if not isinstance(reps, int) or reps < 1: raise ValueError(f"reps={reps!r}: expected an integer >= 1")
-    model, tok = load_translator(ckpt)
+    model, tok = load_model(ckpt, "at-translate")
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ckpt, ct2_dir or Path(tmp) / "ct2", force=True)

@@ -12,7 +12,7 @@ from fastcore.basics import patch
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['copy_task_pairs', 'SubwordTokenizer', 'encode_pairs', 'MAX_LINE_BYTES', 'MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'iter_lines', 'read_lines', 'in_chunks', 'read_json', 'Corpus', 'read_parallel', 'warn', 'atomic_write', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'download_multi30k', 'new_directory', 'skip_rest_without', 'Recipe', 'register_recipe', 'recipe_files', 'load_recipe']
+__all__ = ['copy_task_pairs', 'SubwordTokenizer', 'encode_pairs', 'MAX_LINE_BYTES', 'iter_lines', 'read_lines', 'in_chunks', 'read_json', 'Corpus', 'read_parallel', 'warn', 'atomic_write', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'new_directory', 'skip_rest_without']
 
 # %% ../nbs/06_data.ipynb #3a59abfe
 def copy_task_pairs(n: int, # number of pairs
@@ -262,16 +262,6 @@ def default_cache_dir() -> Path:
 
 
 # %% ../nbs/36_data_files.ipynb #71c3fa07
-MULTI30K_URL = ("https://raw.githubusercontent.com/multi30k/dataset/"
-                "a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/")
-MULTI30K_SHA256 = {  # sha256 of the official gzipped files (data last changed in commit c9be912, 2018-01-17)
-    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
-    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
-    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
-    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
-    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
-    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"}
-
 def sha256_file(path: str | Path) -> str:
     "Hex sha256 of a file's bytes."
     h = hashlib.sha256()
@@ -297,14 +287,6 @@ def fetch(url: str, dest: str | Path, sha256: str) -> Path:
             raise ValueError(f"{url}: sha256 mismatch, expected {sha256} but got {got}; the download is corrupt "
                              f"or the file changed upstream, nothing was written to {dest}")
         return part.replace(dest)
-
-def download_multi30k(cache_dir: str | Path | None = None, # default: `default_cache_dir()`
-                      base_url: str = MULTI30K_URL, # the official release; any URL with the same files works
-                     ) -> Path: # the directory holding the six `.gz` files
-    "Download Multi30k task 1 (train, val, test_2016_flickr; de and en) into `cache_dir/multi30k`, checking sha256."
-    out = Path(cache_dir or default_cache_dir()) / "multi30k"
-    for name, sha in MULTI30K_SHA256.items(): fetch(base_url + name, out / name, sha)
-    return out
 
 @contextlib.contextmanager
 def new_directory(directory: str | Path):
@@ -336,81 +318,3 @@ def skip_rest_without(load: Callable, # reads (or downloads) what the rest of th
         # every later cell only says so (in Jupyter too, until a restart)
         ip.input_transformers_cleanup.append(lambda lines: [skipped])
         return False
-
-
-# %% ../nbs/36_data_files.ipynb #5e92aa6b
-@dataclass
-class Recipe:
-    """Where a parallel corpus lives: a sub-directory of the data directory, its languages, split stems and how to get
-    it."""
-    subdir: str  # sub-directory of the data directory
-    langs: tuple[str, str]  # default (source, target) languages
-    splits: dict  # split name -> file stem, e.g. {"train": "train"}
-    hint: str  # how to obtain the files (shown when one is missing)
-
-# %% ../nbs/36_data_files.ipynb #d8fac5e9
-RECIPES: dict[str, Recipe | Callable] = {
-    "multi30k": Recipe("multi30k", ("de", "en"), dict(train="train", val="val", test="test_2016_flickr"),
-                       "Multi30k: call `download_multi30k()` (or `load_recipe('multi30k', download=True)`), or copy "
-                       "data/task1/raw/*.gz of https://github.com/multi30k/dataset into this directory."),
-    "iwslt14": Recipe("iwslt14", ("de", "en"), dict(train="train", valid="valid", test="test"),
-                      "IWSLT14: run fairseq's examples/translation/prepare-iwslt14.sh and copy "
-                      "iwslt14.tokenized.de-en/tmp/{train,valid,test}.{de,en} into this directory."),
-    "wmt14": Recipe("wmt14", ("en", "de"),
-                    dict(train="train", newstest2013="newstest2013", newstest2014="newstest2014"),
-                    "WMT14 en-de: concatenate the training corpora of "
-                    "https://www.statmt.org/wmt14/translation-task.html "
-                    "into aligned train.en / train.de; newstest2013/2014 come from the same page (dev and test sets, "
-                    "plain text, one sentence per line) or `sacrebleu --echo src/ref -t wmt13/wmt14 -l en-de`.")}
-
-def register_recipe(name: str, recipe: Recipe | Callable):
-    "Add a recipe: a `Recipe`, or a function `(split, data_dir, **kw) -> Corpus`."
-    RECIPES[name] = recipe
-
-# %% ../nbs/36_data_files.ipynb #ad47b864
-def recipe_files(name: str, # a recipe in `RECIPES`
-                 split: str = "train", # one of the recipe's splits
-                 data_dir: str | Path | None = None, # default: `default_data_dir()`
-                 src_lang: str | None = None, tgt_lang: str | None = None, # default: the recipe's direction
-                ) -> tuple[Path, Path, str]: # source path, target path and the hint for missing files
-    "The two aligned files of a split (`{stem}.{lang}` or `{stem}.{lang}.gz`)."
-    r = _get_recipe(name)
-    if split not in r.splits:
-        raise ValueError(f"recipe {name!r} has no split {split!r}; its splits are {sorted(r.splits)}")
-    d = Path(data_dir or default_data_dir()) / r.subdir
-    def find(lang):
-        p = d / f"{r.splits[split]}.{lang}"
-        return p if p.is_file() or not p.with_name(p.name + ".gz").is_file() else p.with_name(p.name + ".gz")
-    return find(src_lang or r.langs[0]), find(tgt_lang or r.langs[1]), r.hint
-
-def _get_recipe(name):
-    if name not in RECIPES and name != "copy":
-        raise ValueError(f"unknown recipe {name!r}; known recipes: {', '.join(['copy', *sorted(RECIPES)])}")
-    return RECIPES[name]
-
-# %% ../nbs/36_data_files.ipynb #5a346051
-def load_recipe(name: str, # "copy", "multi30k", "iwslt14", "wmt14" or a registered recipe
-                split: str = "train", # e.g. "train", "val", "newstest2013"
-                data_dir: str | Path | None = None, # default: `default_data_dir()`
-                src_lang: str | None = None, tgt_lang: str | None = None, # swap them to reverse the direction
-                download: bool = False, # multi30k only: download into the cache when it is not in `data_dir`
-                cache_dir: str | Path | None = None, # where downloads go (default: `default_cache_dir()`)
-                **kw, # copy task: `n`, `vocab_size`, `min_len`, `max_len`, `seed` (split offsets the seed)
-               ) -> Corpus:
-    "Load one split of a named corpus as a `Corpus` (text pairs; token-id pairs for the copy task)."
-    if name == "copy":
-        kw = dict(dict(n=10000), **kw); kw["seed"] = kw.get("seed", 0) + {"train": 0, "val": 1, "test": 2}.get(split, 3)
-        pairs = copy_task_pairs(**kw)
-        return Corpus([s for s, _ in pairs], [t for _, t in pairs], "copy", split,
-                      dict(read=len(pairs), kept=len(pairs)))
-    recipe = _get_recipe(name)
-    if callable(recipe): return recipe(split=split, data_dir=data_dir, **kw)
-    src, tgt, hint = recipe_files(name, split, data_dir, src_lang, tgt_lang)
-    if name == "multi30k" and not (src.is_file() and tgt.is_file()):
-        cached = Path(cache_dir or default_cache_dir())
-        if download: download_multi30k(cached)
-        if download or (cached / "multi30k").is_dir():
-            src, tgt, _ = recipe_files(name, split, cached, src_lang, tgt_lang)
-    corpus = read_parallel(src, tgt, split, hint)
-    corpus.name = name
-    return corpus

@@ -5,56 +5,39 @@
 # %% ../nbs/31_evaluation.ipynb #9e697b0c
 from __future__ import annotations
 import contextlib, json, os, shutil, signal, threading
+from typing import Callable
 from pathlib import Path
 import torch
 import torch.nn as nn
-from .data import Corpus, SubwordTokenizer, RECIPES, load_recipe
+from .data import Corpus, SubwordTokenizer
+from .recipes import RECIPES, load_recipe
 from .model import count_parameters
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, list_checkpoints
+from .loading import load_model
 from .checkpoint import average_checkpoints, write_checkpoint, check_writable
 from .data import atomic_write
 from .runs import training_summary, hardware
 from .translation import score_corpus
 
 # %% auto #0
-__all__ = ['load_translator', 'checkpoint_candidates', 'run_languages', 'signals_deferred', 'writable_output', 'evaluate_run',
+__all__ = ['run_checkpoints', 'checkpoint_candidates', 'run_languages', 'signals_deferred', 'writable_output', 'evaluate_run',
            'write_result_set', 'run_splits', 'evaluation_summary']
 
-# %% ../nbs/31_evaluation.ipynb #6bd48622
-def load_translator(ckpt: Checkpoint | str | Path, # a `Checkpoint`, a file, or a run directory (its newest intact one)
-                    tokenizer_dir: str | Path | None = None, # default: the one inside the checkpoint
-                    device: str | torch.device = "cpu",
-                   ) -> tuple[nn.Module, SubwordTokenizer]: # the model in eval mode and its tokenizer
-    "The model and tokenizer of a translation checkpoint, checking that their vocabularies match."
-    ck = ckpt if isinstance(ckpt, Checkpoint) else load_checkpoint(ckpt)
-    # says what it holds, and which command fits
-    if not ck.model_kind.serves("at-translate"): ck.served_by("at-translate")
-    where, cfg = ck.where, ck.config
-    if tokenizer_dir is not None:
-        try: tok, tw = SubwordTokenizer.load(tokenizer_dir), str(tokenizer_dir)
-        except RuntimeError:
-            raise CheckpointError(f"{Path(tokenizer_dir) / SubwordTokenizer.model_file}: not a sentencepiece model; "
-                                  "expected the tokenizer directory of the run") from None
-    elif ck.tokenizer is not None: tok, tw = ck.restore_tokenizer(), f"{where} (embedded)"
-    else:
-        raise CheckpointError(f"{where}: no tokenizer inside the checkpoint (a run on token ids, like the copy task, "
-                              "cannot translate text; a checkpoint from before tokenizers were stored: "
-                              "pass its run's tokenizer directory, --tokenizer DIR)")
-    if tok.vocab_size != cfg.src_vocab_size or tok.vocab_size != cfg.tgt_vocab_size:
-        raise CheckpointError(f"vocabulary mismatch: the tokenizer at {tw} has {tok.vocab_size} pieces but the model "
-                              f"in {where} has src_vocab_size={cfg.src_vocab_size}, "
-                              f"tgt_vocab_size={cfg.tgt_vocab_size}; "
-                              "use the tokenizer that was saved with this checkpoint")
-    return ck.build(device), tok
-
 # %% ../nbs/31_evaluation.ipynb #32802a0c
+def run_checkpoints(run_dir: str | Path) -> list[Path]:
+    "A run directory's checkpoints, oldest first; a `CheckpointError` for what is no run directory, or holds none."
+    if not Path(run_dir).is_dir():
+        raise CheckpointError(f"{run_dir}: not a run directory (expected the directory at-train wrote)")
+    if not (paths := list_checkpoints(run_dir)):
+        raise CheckpointError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    return paths
+
 def checkpoint_candidates(run_dir: str | Path, # a run directory of the trainer
                           average: tuple[int, ...] = (3, 5), # also average the last n checkpoints, for each n
                           last: Checkpoint | None = None, # its newest checkpoint, when already read
                          ) -> dict[str, Checkpoint]: # name -> checkpoint ("last", "avg3", ...)
     "The last checkpoint of a run and the averages of its last n checkpoints (each file read once)."
-    paths = list_checkpoints(run_dir)
-    if not paths: raise CheckpointError(f"{run_dir}: no checkpoints (ckpt_*.pt) in this run directory")
+    paths = run_checkpoints(run_dir)
     if any(n > len(paths) for n in average):
         raise ValueError(f"average={max(average)}: {run_dir} keeps {len(paths)} checkpoints; "
                          f"expected at most {len(paths)}")
@@ -113,6 +96,7 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
                  save_chosen: str | Path | None = None, # also write the chosen checkpoint (or average) here
                  last: Checkpoint | None = None, # the run's newest checkpoint, when already read
                  device: str = "cpu", # where the models decode ("cpu", "cuda", "cuda:N")
+                 then: Callable | None = None, # called with the chosen checkpoint (or average) and the results
                 ) -> dict: # what results.json holds
     "Choose a checkpoint (or average) on validation, decode the test set, and write the results."
     run_dir, out = Path(run_dir), Path(out_dir)
@@ -121,23 +105,24 @@ def evaluate_run(run_dir: str | Path, # the trainer's run directory (checkpoints
     # a full disk or a read-only place fails now, before any decoding, and leaves no directory behind
     with writable_output(out):
         return _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size,
-                             progress, save_chosen, last, training, metrics, device)
+                             progress, save_chosen, last, training, metrics, device, then)
 
 def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_beam, task, batch_size, progress,
-                  save_chosen, last, training, metrics, device="cpu") -> dict:
+                  save_chosen, last, training, metrics, device="cpu", then=None) -> dict:
     cands = checkpoint_candidates(run_dir, average, last)
     src_lang, lang = run_languages(cands["last"])
     # best: (valid BLEU, name, model, tokenizer) of the best candidate so far, the first on a tie
     selection, best = {}, None
     for name, ck in cands.items():
-        model, tok = load_translator(ck, device=device)
-        r = score_corpus(model, tok, valid, select_beam, alpha, batch_size,
+        tr = load_model(ck, "at-translate", device)  # a `Translator`: it decodes through its kind
+        r = score_corpus(tr.model, tr.tokenizer, valid, select_beam, alpha, batch_size, decode=tr.kind.run,
                          desc=progress and f"{valid.split}: {name} ({len(cands)} candidates), beam {select_beam}")
         selection[name] = dict(step=ck.step, n_averaged=len(ck.averaged or [None]), valid_bleu=r["bleu"],
                                valid_bleu_tok_lc=r["bleu_tok_lc"], valid_chrf=r["chrf"])
-        if best is None or r["bleu"] > best[0]: best = (r["bleu"], name, model, tok)
-    _, chosen, model, tok = best  # the chosen model decodes the test set as it was scored: built once, not again
-    beam, greedy = (score_corpus(model, tok, test, k, alpha, batch_size, lang,
+        if best is None or r["bleu"] > best[0]: best = (r["bleu"], name, tr)
+    _, chosen, tr = best  # the chosen model decodes the test set as it was scored: built once, not again
+    model = tr.model
+    beam, greedy = (score_corpus(model, tr.tokenizer, test, k, alpha, batch_size, lang, decode=tr.kind.run,
                                  desc=progress and f"{test.split}: {chosen}, beam {k}")
                     for k in (beam_size, 1))
     last = cands["last"]
@@ -157,6 +142,7 @@ def _evaluate_run(run_dir, valid, test, out, average, beam_size, alpha, select_b
                            "test.greedy.txt": "".join(h + "\n" for h in greedy["hyps"]),
                            "metrics.jsonl": metrics, "results.json": json.dumps(res, indent=1) + "\n"})
     if save_chosen: write_checkpoint(cands[chosen], save_chosen)
+    if then is not None: then(cands[chosen], res)
     return res
 
 def write_result_set(out: str | Path, # the output directory (created if missing)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 import torch
 from .config import TrainConfig
-from .data import load_recipe, encode_pairs, SubwordTokenizer, Corpus
+from .data import encode_pairs, SubwordTokenizer, Corpus
+from .recipes import load_recipe
 from .data import atomic_write, new_directory
 from .batching import make_loader
 from .model import make_model, count_parameters

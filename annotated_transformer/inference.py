@@ -6,7 +6,7 @@
 from __future__ import annotations
 import random, warnings
 from collections import Counter
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 import torch
 import sacrebleu
 from .model import Transformer
@@ -70,12 +70,13 @@ def translate_chunks(model: Transformer, tokenizer: SubwordTokenizer,
                      lines: Iterable[str], # source sentences, one per line: a list, a file's lines, an endless stream
                      chunk: int = 64, # lines read and translated at a time
                      counts: Counter | None = None, # filled as it goes: the lines and sentences (lines not blank) read
+                     decode: Callable | None = None, # (model, tokenizer, lines, **kw) -> translations (None: translate)
                      **kw, # `translate`'s settings: beam_size, alpha, max_len_a, max_len_b, batch_size, too_long, ...
                     ) -> Iterator[list[str]]: # the translations of each chunk, as soon as they are done
     "`translate`, a chunk of lines at a time: the translations of an endless input start at once, in bounded memory."
     counts = Counter() if counts is None else counts
     for part in in_chunks(lines, chunk):
-        out = translate(model, tokenizer, part, first_line=counts["lines"] + 1, **kw)
+        out = (decode or translate)(model, tokenizer, part, first_line=counts["lines"] + 1, **kw)
         counts.update(lines=len(part), sentences=sum(bool(l.strip()) for l in part))
         yield out
 

@@ -4,22 +4,24 @@
 
 # %% ../nbs/23a_model_kinds.ipynb #b666d648
 from __future__ import annotations
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, fields
+from typing import Callable, Iterable, Iterator
 import torch.nn as nn
 from .config import TransformerConfig
 from .model import make_model
 from .rnn import RNNConfig, make_rnn
-from .chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_parse
+from .chart import ChartConfig, ChartParser, ChartObjective, chart_parse
+from .chart_vocab import ChartVocab
 from .chart import check_vocab_sizes
 from .data import SubwordTokenizer
 from .loss import SequenceObjective
-from .inference import translate
+from .inference import translate, translate_chunks, attention_record
+from .trees import Tree
 from .parser import ParsingVocab, parse, max_words, check_parsing_vocab
 
 # %% auto #0
 __all__ = ['TRANSFORMER', 'RNN', 'SEQ2SEQ_PARSER', 'CHART', 'KINDS', 'ModelKind', 'register', 'kind_named', 'kind_of',
-           'kind_of_model']
+           'kind_of_model', 'Served', 'Translator', 'ConstituencyParser', 'architectures', 'architecture']
 
 # %% ../nbs/23a_model_kinds.ipynb #0752e5b1
 def _is_a(obj, cls: type, exact: bool = False) -> bool:
@@ -47,6 +49,9 @@ class ModelKind:
     # (config, tokenizer) -> None, a `ValueError` where their sizes disagree (None: no check)
     check: Callable | None = None
     ensemble: bool = False  # whether several models of this kind decode together (a list of them, with one tokenizer)
+    serving: type | None = None  # what its trained models are served as (`Translator`, `ConstituencyParser`)
+    # (a task's TransformerConfig, at-train's `ModelSpec`) -> its config: an architecture `at-train --model NAME` offers
+    adapt: Callable | None = None
 
     def serves(self, command: str) -> bool:
         "Whether `command` (at-translate, at-parse) serves models of this kind."
@@ -81,6 +86,11 @@ class ModelKind:
     def check_tokenizer(self, config, tokenizer):
         "Refuse a tokenizer whose sizes are not the model's: a `ValueError` saying which (nothing to check: no error)."
         if self.check is not None and tokenizer is not None: self.check(config, tokenizer)
+
+    def serve(self, model, tokenizer, name: str = "", checkpoint=None):
+        "A trained model of this kind (an ensemble: a list) and its tokenizer, ready to use: its `serving` object."
+        if self.serving is None: raise TypeError(f"a {self.label or self.name} model is served by no command")
+        return self.serving(model, tokenizer, self, name, checkpoint)
 
     def load(self, config, weights: dict) -> nn.Module:
         "A model of this kind and config holding `weights`; a `ValueError` names the first weight that does not fit it."
@@ -126,6 +136,63 @@ def kind_of_model(model, # a built model, or an ensemble (a list of models of on
     first = model[0] if isinstance(model, (list, tuple)) and model else model
     return kind_of(first.cfg, tokenizer)
 
+# %% ../nbs/23a_model_kinds.ipynb #1a760c44
+def _text(lines: str | list[str]) -> list[str]:
+    "`lines` as a list of str (a str: one line); bytes, another type or a lone surrogate is refused before anything."
+    if isinstance(lines, (bytes, bytearray)):
+        raise TypeError("lines: bytes; expected str or a list of str (decode it first: data.decode('utf-8'))")
+    lines = [lines] if isinstance(lines, str) else list(lines)
+    for i, l in enumerate(lines):
+        if not isinstance(l, str): raise TypeError(f"lines[{i}]: {type(l).__name__}; expected str")
+        try: l.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"lines[{i}], character {e.start}: a lone surrogate ({l[e.start]!r}), not text; "
+                             "expected valid Unicode") from None
+    return lines
+
+@dataclass
+class Served:
+    "A trained model ready to use, with its tokenizer and kind (which decodes it); unpacks as `model, tokenizer`."
+    model: nn.Module | list  # eval mode; an ensemble: a list of models of one kind
+    tokenizer: object  # its tokenizer (a `SubwordTokenizer`, a parser's vocabulary)
+    kind: ModelKind  # its kind: how it decodes, the longest input it takes
+    name: str = ""  # its shipped name ("": loaded from a checkpoint or a run)
+    checkpoint: object = None  # its `Checkpoint` record: `.config`, `.more["provenance"]` (None: built in memory)
+
+    def __iter__(self): return iter((self.model, self.tokenizer))
+
+    @property
+    def longest(self) -> int | None:
+        "The longest input, in words, it takes (None: no limit of its own)."
+        return self.kind.max_input(self.model)
+
+class Translator(Served):
+    "A trained translator: `translate` lines (beam search, §6.1, as its kind decodes), or the `attention` behind one."
+    def translate(self, lines: str | list[str], beam_size: int = 4, alpha: float = 0.6, **options) -> list[str]:
+        "One translation per line (`translate`'s options: max_len_a, max_len_b, batch_size, too_long, ...)."
+        return self.kind.run(self.model, self.tokenizer, _text(lines), beam_size=beam_size, alpha=alpha, **options)
+
+    def translate_chunks(self, lines: Iterable[str], chunk: int = 64, counts=None, **options) -> Iterator[list[str]]:
+        "`translate`, a chunk of lines at a time (`translate_chunks`): an endless input streams."
+        return translate_chunks(self.model, self.tokenizer, lines, chunk, counts, decode=self.kind.run, **options)
+
+    def attention(self, sentence: str) -> dict:
+        "The translation of one sentence and every attention weight behind it (`attention_record`'s format)."
+        if not isinstance(sentence, str): raise TypeError(f"sentence: {type(sentence).__name__}; expected str")
+        return attention_record(self.model, self.tokenizer, _text(sentence)[0])
+
+class ConstituencyParser(Served):
+    "A trained constituency parser (an ensemble: several chart parsers): `parse` sentences into trees."
+    @property
+    def vocab(self): return self.tokenizer  # a parser's tokenizer is its vocabulary
+
+    def parse(self, lines: str | list[str], **options) -> list[Tree]:
+        "One tree per line; a line is a tokenized sentence (words separated by spaces)."
+        lines = _text(lines)
+        if any(not l.split() for l in lines):
+            raise ValueError("lines: a line holds no words; expected one tokenized sentence per line")
+        return [t for t, _ in self.kind.run(self.model, self.tokenizer, [l.split() for l in lines], **options)]
+
 # %% ../nbs/23a_model_kinds.ipynb #e950d6c9
 def _chart_objective(model_config: ChartConfig, tokenizer: ChartVocab) -> ChartObjective:
     return ChartObjective(tokenizer, model_config.loss, model_config.tag_loss)
@@ -137,16 +204,42 @@ def _chart_decode(model, vocab: ChartVocab, sentences: list[list[str]], batch_si
 
 def _chart_longest(model: ChartParser) -> int: return model.cfg.max_len - 2  # its positions, less BOS and EOS
 
+def _translator_vocab(cfg, tokenizer):
+    "A translator's tokenizer must have the model's vocabulary size on both sides."
+    if tokenizer.vocab_size != cfg.src_vocab_size or tokenizer.vocab_size != cfg.tgt_vocab_size:
+        raise ValueError(f"vocabulary mismatch: the tokenizer has {tokenizer.vocab_size} pieces but the model has "
+                         f"src_vocab_size={cfg.src_vocab_size}, tgt_vocab_size={cfg.tgt_vocab_size}; "
+                         "use the tokenizer that was saved with this checkpoint")
+
+def _as_transformer(mcfg: TransformerConfig, options) -> TransformerConfig: return mcfg
+
+def _as_rnn(mcfg: TransformerConfig, options) -> RNNConfig:
+    "The recurrent translator's config for a task: the fields it shares with the task's Transformer, and `--rnn-*`."
+    shared = {f.name: getattr(mcfg, f.name) for f in fields(RNNConfig) if hasattr(mcfg, f.name)}
+    return RNNConfig(**shared, cell=options.rnn_cell, attention=options.rnn_attention,
+                     bidirectional=options.rnn_bidirectional, window=options.rnn_window)
+
 TRANSFORMER = ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
-                        tokenizer=SubwordTokenizer, label="Transformer translator", decode=translate)
+                        tokenizer=SubwordTokenizer, label="Transformer translator", decode=translate,
+                        check=_translator_vocab, serving=Translator, adapt=_as_transformer)
 RNN = ModelKind("rnn", RNNConfig, make_rnn, reads="text", command="at-translate", tokenizer=SubwordTokenizer,
-                label="recurrent translator", decode=translate)
+                label="recurrent translator", decode=translate, check=_translator_vocab, serving=Translator,
+                adapt=_as_rnn)
 SEQ2SEQ_PARSER = ModelKind("seq2seq-parser", TransformerConfig, make_model, reads="words", command="at-parse",
                            tokenizer=ParsingVocab, label="sequence-to-sequence parser", decode=parse, longest=max_words,
-                           check=check_parsing_vocab)
+                           check=check_parsing_vocab, serving=ConstituencyParser)
 CHART = ModelKind("chart", ChartConfig, ChartParser, reads="words", command="at-parse", tokenizer=ChartVocab,
                   objective=_chart_objective, label="chart parser", decode=_chart_decode, longest=_chart_longest,
-                  check=check_vocab_sizes, ensemble=True)
+                  check=check_vocab_sizes, ensemble=True, serving=ConstituencyParser)
 
 # the order kind_of tries them in
 KINDS: dict[str, ModelKind] = {k.name: k for k in (TRANSFORMER, RNN, SEQ2SEQ_PARSER, CHART)}
+
+def architectures() -> list[str]:
+    "The architectures `at-train --model NAME` offers: the kinds that `adapt` a task's Transformer config."
+    return [k.name for k in KINDS.values() if k.adapt is not None]
+
+def architecture(name: str) -> ModelKind:
+    "The kind of the architecture `name` (`at-train --model`); another name is a `ValueError` listing them."
+    if name not in architectures(): raise ValueError(f"model={name!r}: expected one of {', '.join(architectures())}")
+    return KINDS[name]

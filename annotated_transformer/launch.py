@@ -122,12 +122,13 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
         seed_everything(tcfg.seed)
         # the task's own data builder
         data = TASKS[task].build(spec, mcfg, tcfg, info.rank, info.world_size, tokenizer_state)
-        kind = kind_of(data.model_config, data.tokenizer)  # the Transformer, the RNN with --model rnn, or either parser
+        # decided once: the Transformer, the RNN (--model rnn), either parser; the trainer and checkpoints take it
+        kind = kind_of(data.model_config, data.tokenizer)
         model = kind.build(data.model_config)
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
                           extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts),
-                          objective=kind.make_objective(data.model_config, data.tokenizer))
+                          objective=kind.make_objective(data.model_config, data.tokenizer), kind=kind)
         if info.is_main:
             print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
                   f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "

@@ -13,7 +13,7 @@ from torch import Tensor
 from .model import Transformer
 from .kinds import TRANSFORMER
 from .checkpoint import Checkpoint, load_checkpoint
-from .evaluation import load_translator
+from .loading import load_model
 from .shipped import shipped_path
 
 # %% auto #0
@@ -196,7 +196,7 @@ def export_translator(model: str | Path, # a shipped model's name, or a director
     if ck.model_kind is not TRANSFORMER:
         raise TypeError(f"{where}: a {ck.model_kind.label or ck.model_kind.name}; only a {TRANSFORMER.label} exports "
                         "to these graphs")
-    net, tok = load_translator(ck)
+    net, tok = load_model(ck, "at-translate")
     protos = graph_protos(net, opset)
     if fp16:
         keep = {f"model.{n}" for n, _ in net.named_buffers(remove_duplicate=False)}  # the positional table stays fp32

@@ -11,7 +11,8 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from torch import Tensor
 from .trees import Tree
 from .spans import cky, spans_to_tree
-from .chart import PAD, ChartParser, ChartVocab, chart_batch
+from .chart import ChartParser
+from .chart_vocab import PAD, ChartVocab, chart_batch
 from .data import SubwordTokenizer
 from .kinds import CHART
 from .shipped import pretrained

@@ -12,46 +12,14 @@ import torch
 from .model import count_parameters
 from .data import read_lines, iter_lines, in_chunks, atomic_write, MAX_LINE_BYTES
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from .loading import load_model
 from .runs import training_summary, hardware, active_seconds
 from .trees import Tree, recipe_trees, read_trees
 from .evalb import evalb, with_tags
 from .parser import parse_gold
 
 # %% auto #0
-__all__ = ['load_parser', 'parser_of', 'load_parsers', 'iter_sentences', 'read_sentences', 'parse_chunks', 'read_gold',
-           'evaluate_parsing_run', 'evaluate_decoding']
-
-# %% ../nbs/31b_parsing_runs.ipynb #dabecaee
-def load_parser(path: str | Path, device: str = "cpu") -> tuple[torch.nn.Module, object]:
-    "The model (eval mode) and vocabulary of either parser's checkpoint (a file or a run directory)."
-    return parser_of(load_checkpoint(path), device)
-
-def parser_of(ck: Checkpoint, device: str = "cpu") -> tuple[torch.nn.Module, object]:
-    """The model (eval mode) and vocabulary of a loaded parser checkpoint, their sizes checked against each other by its
-    kind."""
-    ck.served_by("at-parse")
-    try:
-        vocab, cfg = ck.restore_tokenizer(), ck.config
-        ck.model_kind.check_tokenizer(cfg, vocab)
-    except ValueError as e: raise CheckpointError(f"{ck.where}: {e}") from None
-    return ck.build(device), vocab
-
-def load_parsers(paths: list[str | Path],
-                 device: str = "cpu") -> tuple[torch.nn.Module | list[torch.nn.Module], object]:
-    """One checkpoint's parser (as `load_parser`), or from two or more an ensemble (a list, which its kind decodes
-    together) with their one vocabulary: each must be of a kind that ensembles (the chart parser), trained on the same
-    trees with the same word features."""
-    if not paths: raise ValueError("paths: expected one or more checkpoints")
-    cks = [load_checkpoint(p) for p in paths]
-    loaded = [parser_of(ck, device) for ck in cks]
-    if len(loaded) == 1: return loaded[0]
-    for p, ck, (m, v) in zip(paths, cks, loaded):
-        if not ck.model_kind.ensemble:
-            raise CheckpointError(f"{p}: a {ck.model_kind.label}; an ensemble takes chart parsers (at-train ptb-chart)")
-        if v.state_dict() != loaded[0][1].state_dict():
-            raise CheckpointError(f"{p}: its vocabulary differs from {paths[0]}'s; an ensemble's parsers must be "
-                                  "trained on the same trees with the same word features")
-    return [m for m, _ in loaded], loaded[0][1]
+__all__ = ['iter_sentences', 'read_sentences', 'parse_chunks', 'read_gold', 'evaluate_parsing_run', 'evaluate_decoding']
 
 # %% ../nbs/31b_parsing_runs.ipynb #f99a64ab
 def iter_sentences(path: str, # a file, or "-" for standard input
@@ -118,11 +86,11 @@ def evaluate_parsing_run(run_dir: str | Path, # the trainer's run directory
     trees."""
     run_dir, out = Path(run_dir), Path(out_dir)
     ck = load_checkpoint(run_dir)
-    model, vocab = parser_of(ck)
+    model, vocab = parsing = load_model(ck, "at-parse")
     golds = recipe_trees(recipe, split, data_dir)
     golds = golds[:n_greedy] if n_greedy else golds
     sub = golds[:n_beam] if n_beam else golds
-    run = ck.model_kind.run  # the decoding of the parser it holds
+    run = parsing.kind.run  # the decoding of the parser it holds
     greedy = parse_gold(model, vocab, golds, run, beam_size=1, max_len_b=max_len_b, batch_size=batch_size)
     beam = parse_gold(model, vocab, sub, run, beam_size=beam_size, alpha=alpha, max_len_b=max_len_b,
                       batch_size=batch_size)
@@ -162,12 +130,12 @@ def evaluate_decoding(checkpoint: str | Path, # parser checkpoint (file or run d
     res = json.loads(out.read_text()) if out.is_file() else {}
     if res.get("checkpoint") != str(checkpoint): res = dict(checkpoint=str(checkpoint), source=source, runs=[])
     ck = load_checkpoint(checkpoint)
-    model, vocab = parser_of(ck)
+    model, vocab = parsing = load_model(ck, "at-parse")
     trees = {}  # name -> predicted trees of this process's settings (for same-subset comparisons)
     for s in settings:
         if any(r["name"] == s["name"] for r in res["runs"]): continue
         sub = golds[: s.get("n") or len(golds)]
-        r = parse_gold(model, vocab, sub, ck.model_kind.run, beam_size=s["beam_size"], alpha=s.get("alpha", 0.3),
+        r = parse_gold(model, vocab, sub, parsing.kind.run, beam_size=s["beam_size"], alpha=s.get("alpha", 0.3),
                        constrained=s.get("constrained", True), batch_size=batch_size)
         trees[s["name"]] = r["trees"]
         same = {k: evalb(sub, [with_tags(t, g) for t, g in zip(v[: len(sub)], sub)])["all"]["f1"]

@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 import torch.nn as nn
 from .config import TrainConfig, COMPILE_MODES
-from .data import default_cache_dir, atomic_write
+from .data import atomic_write, default_cache_dir
 from .loss import ChunkedLabelSmoothingLoss, HiddenStates
 from .data import warn
 from .runs import hardware

@@ -8,8 +8,7 @@ import contextlib, importlib.util, json, os, platform, re, statistics, subproces
 from pathlib import Path
 import torch
 from .checkpoint import CheckpointError, check_writable
-from .data import warn
-from .data import atomic_write
+from .data import warn, atomic_write
 from .data import SubwordTokenizer
 
 # %% auto #0

@@ -4,9 +4,7 @@
 
 # %% ../nbs/22_attention_classifier.ipynb #51a9fe27
 from __future__ import annotations
-import copy, csv, json, os, platform, random, re, statistics, time, zipfile
-from collections import Counter
-from dataclasses import dataclass
+import copy, csv, json, os, platform, random, statistics, time
 from datetime import datetime, timezone
 from pathlib import Path
 import torch
@@ -14,130 +12,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-from .attention import padding_mask
 from .embeddings import Embeddings, PositionalEncoding
 from .model import Encoder, count_parameters
-from .data import default_data_dir, default_cache_dir, fetch, sha256_file
+from .data import default_data_dir, sha256_file
+from .sentiment_data import DOMAINS, load_sentiment, split_sentiment
+from .sentiment_data import tokenize, Vocab, make_batch
 
 # %% auto #0
-__all__ = ['SENTIMENT_URL', 'SENTIMENT_SHA256', 'DOMAINS', 'SPECIALS', 'MODELS', 'read_sentiment_file', 'LabelledSentence',
-           'download_sentiment', 'load_sentiment', 'split_sentiment', 'tokenize', 'Vocab', 'make_batch',
-           'LSTMClassifier', 'AttentionPooling', 'TransformerClassifier', 'make_classifier', 'predict',
+__all__ = ['MODELS', 'LSTMClassifier', 'AttentionPooling', 'TransformerClassifier', 'make_classifier', 'predict',
            'length_batches', 'accuracy', 'train_classifier', 'run_environment', 'run_experiment', 'summarize',
            'results_markdown', 'plot_word_weights']
-
-# %% ../nbs/22_attention_classifier.ipynb #9c2d893f
-SENTIMENT_URL = "https://archive.ics.uci.edu/static/public/331/sentiment+labelled+sentences.zip"
-SENTIMENT_SHA256 = "afc26626d710899948693e1a61405dce197f57ffa719fa1130d346b4cc095343"  # the UCI zip, 84188 bytes
-DOMAINS = {"amazon": "amazon_cells_labelled.txt", "imdb": "imdb_labelled.txt", "yelp": "yelp_labelled.txt"}
-
-# %% ../nbs/22_attention_classifier.ipynb #e2328c8a
-def read_sentiment_file(path: str | Path, # a `sentence<TAB>label` file, UTF-8, label 0 or 1
-                       ) -> list[tuple[str, int]]: # (sentence, label) pairs, sentences stripped
-    """Read one labelled-sentences file; an empty file, a line without a tab, a label other than 0/1 or bad UTF-8 is an
-    error naming the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found; call `download_sentiment()` or "
-                                "`load_sentiment(download=True)`")
-    lines = path.read_bytes().split(b"\n")  # LF only: IMDb holds U+0085, a line break for str.splitlines()
-    if lines[-1] == b"": lines.pop()  # the final newline
-    if not any(l.strip() for l in lines):
-        raise ValueError(f"{path}: the file is empty; expected lines `sentence<TAB>0|1`")
-    rows = []
-    for i, raw in enumerate(lines, 1):
-        try: line = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}, line {i}: invalid UTF-8 at byte {e.start} "
-                             f"({raw[max(0, e.start - 12):e.start + 12]!r}); "
-                             "the file must be UTF-8 encoded") from None
-        if "\t" not in line:
-            raise ValueError(f"{path}, line {i}: no tab; expected `sentence<TAB>label`, got {line[:60]!r}")
-        sentence, label = line.rsplit("\t", 1)
-        if label.strip() not in ("0", "1"): raise ValueError(f"{path}, line {i}: label {label!r} is not 0 or 1")
-        if not sentence.strip(): raise ValueError(f"{path}, line {i}: empty sentence before the tab")
-        rows.append((sentence.strip(), int(label)))
-    return rows
-
-# %% ../nbs/22_attention_classifier.ipynb #943243fa
-@dataclass
-class LabelledSentence:
-    "One review sentence with its label (1 positive, 0 negative) and its source."
-    text: str  # the sentence, stripped
-    label: int  # 0 or 1
-    domain: str  # "amazon", "imdb" or "yelp"
-
-# %% ../nbs/22_attention_classifier.ipynb #cff289f2
-def download_sentiment(cache_dir: str | Path | None = None, # default: `default_cache_dir()`
-                       url: str = SENTIMENT_URL, # the official UCI archive (any URL urllib opens, e.g. file://)
-                       sha256: str = SENTIMENT_SHA256, # the archive's expected sha256
-                      ) -> Path: # `cache_dir/sentiment`, holding the three data files
-    "Download the UCI zip into `cache_dir/sentiment`, check its sha256, and extract the three `*_labelled.txt` files."
-    out = Path(cache_dir or default_cache_dir()) / "sentiment"
-    archive = fetch(url, out / "sentiment+labelled+sentences.zip", sha256)  # raises on a sha256 mismatch
-    with zipfile.ZipFile(archive) as z:
-        for name in z.namelist():
-            base = name.rsplit("/", 1)[-1]
-            if base in DOMAINS.values() and not name.startswith("__MACOSX/"): (out / base).write_bytes(z.read(name))
-    return out
-
-# %% ../nbs/22_attention_classifier.ipynb #2ef58a9a
-def load_sentiment(data_dir: str | Path | None = None, # holds `sentiment/`; default: `default_data_dir()`
-                   download: bool = False, # download into the cache when the files are not in `data_dir`
-                   cache_dir: str | Path | None = None, # where downloads go (default: `default_cache_dir()`)
-                  ) -> list[LabelledSentence]: # Amazon, then IMDb, then Yelp, in file order
-    "All labelled sentences of the three sources, read from `data_dir/sentiment` or the download cache."
-    d = Path(data_dir or default_data_dir()) / "sentiment"
-    if not all((d / f).is_file() for f in DOMAINS.values()):
-        cached = Path(cache_dir or default_cache_dir()) / "sentiment"
-        if download: download_sentiment(cache_dir)
-        if download or all((cached / f).is_file() for f in DOMAINS.values()): d = cached
-    return [LabelledSentence(s, y, dom) for dom, f in DOMAINS.items() for s, y in read_sentiment_file(d / f)]
-
-# %% ../nbs/22_attention_classifier.ipynb #184d0237
-def split_sentiment(data: list[LabelledSentence], # e.g. `load_sentiment()`
-                    fractions: tuple[float, float] = (0.70, 0.15), # train and dev shares; test gets the rest
-                    seed: int = 0, # the same seed gives the same split
-                   ) -> dict[str, list[LabelledSentence]]: # {"train": ..., "dev": ..., "test": ...}
-    "Split train / dev / test, stratified by source and label, keeping equal sentences of a source in one split."
-    groups: dict[tuple, dict[str, list]] = {}  # (domain, label) -> {lowercased text: its examples}
-    for x in data: groups.setdefault((x.domain, x.label), {}).setdefault(x.text.lower(), []).append(x)
-    rng, out = random.Random(seed), {"train": [], "dev": [], "test": []}
-    for key in sorted(groups):
-        texts = sorted(groups[key]); rng.shuffle(texts)
-        n_train, n_dev = round(fractions[0] * len(texts)), round(fractions[1] * len(texts))
-        for i, t in enumerate(texts):
-            out["train" if i < n_train else "dev" if i < n_train + n_dev else "test"].extend(groups[key][t])
-    return out
-
-# %% ../nbs/22_attention_classifier.ipynb #c9ede280
-SPECIALS = ("<pad>", "<unk>", "<cls>")  # ids 0, 1, 2
-
-def tokenize(text: str) -> list[str]:
-    "Lowercased words (with an apostrophe suffix such as n't) and single punctuation marks."
-    return re.findall(r"\w+(?:'\w+)?|[^\w\s]", text.lower())
-
-# %% ../nbs/22_attention_classifier.ipynb #2dc4387e
-class Vocab:
-    "Word <-> id, built from training sentences only; unseen words map to `<unk>`."
-    def __init__(self, texts: list[str], # training sentences
-                 min_freq: int = 2): # a word needs this many occurrences to get its own id
-        counts = Counter(w for t in texts for w in tokenize(t))
-        self.itos = list(SPECIALS) + sorted((w for w, c in counts.items() if c >= min_freq),
-                                            key=lambda w: (-counts[w], w))
-        self.stoi = {w: i for i, w in enumerate(self.itos)}
-        self.pad_idx, self.unk_idx, self.cls_idx = 0, 1, 2
-
-    def __len__(self): return len(self.itos)
-    def encode(self, text: str) -> list[int]: return [self.stoi.get(w, self.unk_idx) for w in tokenize(text)]
-
-# %% ../nbs/22_attention_classifier.ipynb #983593f3
-def make_batch(ids: list[list[int]], # token ids of each sentence (none empty)
-               pad_idx: int = 0) -> tuple[Tensor, Tensor]: # src (B, S), src_key_padding_mask bool (B, S)
-    "Pad a list of id sequences to the longest; returns ids and the padding mask (True = padding)."
-    src = torch.full((len(ids), max(map(len, ids))), pad_idx, dtype=torch.long)  # (B, S)
-    for i, s in enumerate(ids): src[i, :len(s)] = torch.tensor(s)
-    return src, padding_mask(src, pad_idx)
 
 # %% ../nbs/22_attention_classifier.ipynb #f5503d53
 class LSTMClassifier(nn.Module):

@@ -4,22 +4,21 @@
 
 # %% ../nbs/38_shipped_models.ipynb #4d7b5360
 from __future__ import annotations
-import json, os, shutil
-from dataclasses import dataclass
+import json, os, re, shutil, time
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 import torch
-import torch.nn as nn
 from .checkpoint import Checkpoint, CheckpointError, SHIPPED_FORMAT, load_checkpoint
-from .data import read_json, sha256_file
-from .kinds import KINDS, ModelKind, kind_named
-from .inference import translate, attention_record
-from .evaluation import load_translator
-from .parsing_runs import parser_of
-from .trees import Tree
+from .loading import load_model
+from .data import read_json, atomic_write, Corpus, sha256_file
+from .kinds import KINDS, ModelKind, kind_named, Translator, ConstituencyParser
+from .translation import score_corpus
+from .runs import source_commit
 
 # %% auto #0
-__all__ = ['shipped_dir', 'shipped_kind', 'shipped_names', 'shipped_path', 'Translator', 'ConstituencyParser', 'pretrained',
-           'write_shipped']
+__all__ = ['SHIP_MARGIN', 'SHIP_PRECISIONS', 'shipped_dir', 'shipped_kind', 'shipped_names', 'shipped_path', 'pretrained',
+           'write_shipped', 'as_stored', 'check_ship_name', 'ship', 'ship_translation']
 
 # %% ../nbs/38_shipped_models.ipynb #21ef0703
 def shipped_dir() -> Path:
@@ -39,7 +38,7 @@ def shipped_kind(d: str | Path) -> ModelKind:
 
 def _serves(d: Path, command: str) -> bool:
     "Whether `command` serves the shipped model in `d`; False where its config.json cannot say (refused if asked for)."
-    try: return shipped_kind(d).command == command
+    try: return shipped_kind(d).serves(command)
     except CheckpointError: return False
 
 def shipped_names(command: str | None = None, # only the models this command serves ("at-translate", "at-parse"); None: all
@@ -55,58 +54,11 @@ def shipped_path(name: str) -> Path:
     if name not in names: raise CheckpointError(f"{name!r}: no such shipped model; expected one of {', '.join(names) or 'none'} (in {shipped_dir()})")
     return shipped_dir() / name
 
-# %% ../nbs/38_shipped_models.ipynb #56232524
-def _text(lines: str | list[str]) -> list[str]:
-    "`lines` as a list of str (a str: one line); bytes, another type or a lone surrogate is refused before anything."
-    if isinstance(lines, (bytes, bytearray)):
-        raise TypeError("lines: bytes; expected str or a list of str (decode it first: data.decode('utf-8'))")
-    lines = [lines] if isinstance(lines, str) else list(lines)
-    for i, l in enumerate(lines):
-        if not isinstance(l, str): raise TypeError(f"lines[{i}]: {type(l).__name__}; expected str")
-        try: l.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise ValueError(f"lines[{i}], character {e.start}: a lone surrogate ({l[e.start]!r}), not text; "
-                             "expected valid Unicode") from None
-    return lines
-
-@dataclass
-class Translator:
-    "A shipped translation model: `translate` lines, or the `attention` behind one translation in the explorer's format."
-    name: str  # its shipped name
-    model: nn.Module  # the Transformer (or RNN), eval mode
-    tokenizer: object  # its `SubwordTokenizer`
-    checkpoint: Checkpoint  # its record: `.config`, `.more["provenance"]`
-
-    def translate(self, lines: str | list[str], beam_size: int = 4, alpha: float = 0.6) -> list[str]:
-        "One translation per line (beam search, §6.1)."
-        return translate(self.model, self.tokenizer, _text(lines), beam_size, alpha)
-
-    def attention(self, sentence: str) -> dict:
-        "The translation of one sentence and every attention weight behind it (`attention_record`, the explorer's format)."
-        if not isinstance(sentence, str): raise TypeError(f"sentence: {type(sentence).__name__}; expected str")
-        return attention_record(self.model, self.tokenizer, _text(sentence)[0])
-
-@dataclass
-class ConstituencyParser:
-    "A shipped constituency parser: `parse` sentences (words separated by spaces) into trees."
-    name: str  # its shipped name
-    model: nn.Module  # the parser, eval mode
-    vocab: object  # its vocabulary
-    checkpoint: Checkpoint  # its record
-
-    def parse(self, lines: str | list[str]) -> list[Tree]:
-        "One tree per line; a line is a tokenized sentence (words separated by spaces)."
-        lines = _text(lines)
-        if any(not l.split() for l in lines): raise ValueError("lines: a line holds no words; expected one tokenized sentence per line")
-        return [t for t, _ in self.checkpoint.model_kind.run(self.model, self.vocab, [l.split() for l in lines])]
-
 # %% ../nbs/38_shipped_models.ipynb #b216fd81
 def pretrained(name: str, # a shipped model's name (`shipped_names()`)
                device: str = "cpu") -> Translator | ConstituencyParser:
     "A shipped model by name, every file checked against its manifest: a `Translator` or a `ConstituencyParser`."
-    ck = load_checkpoint(shipped_path(name))
-    if ck.model_kind.serves("at-parse"): return ConstituencyParser(name, *parser_of(ck, device), ck)
-    return Translator(name, *load_translator(ck, device=device), ck)
+    return load_model(shipped_path(name), device=device, name=name)
 
 # %% ../nbs/38_shipped_models.ipynb #7b2f4e61
 def _files_of(state, d: Path, stem: str):
@@ -145,3 +97,67 @@ def write_shipped(ck: Checkpoint, # the model to ship (a training checkpoint, or
         os.replace(tmp, out)
     finally: shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+# %% ../nbs/38_shipped_models.ipynb #5ae8aa9a
+SHIP_MARGIN = 0.05  # BLEU or F1: the stored precision must reproduce the results row this closely
+SHIP_PRECISIONS = (torch.bfloat16, torch.float16, torch.float32)  # smallest first; bf16 before fp16 at equal size
+
+def as_stored(ck: Checkpoint, dtype: torch.dtype) -> Checkpoint:
+    "`ck` with its floating-point weights rounded to `dtype` and back to fp32, as a shipped directory gives them."
+    return replace(ck, weights={k: t.to(dtype).float() if t.is_floating_point() else t for k, t in ck.weights.items()})
+
+def check_ship_name(name: str) -> Path:
+    "Where `name` would ship (in `shipped_dir()`): a plain directory name that is not taken, else a `ValueError`."
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name or ""):
+        raise ValueError(f"{name!r}: expected a plain name (letters, digits, '.', '_', '-'), e.g. multi30k-fr-en")
+    if (out := shipped_dir() / name).exists(): raise ValueError(f"{out}: exists; remove it or choose another name")
+    return out
+
+def ship(ck: Checkpoint, # the model to ship (a training checkpoint, or an average)
+         name: str, # its shipped name
+         score: Callable[[Checkpoint], float], # the results row's metric of a checkpoint (BLEU, F1)
+         row: float, # the results row it must reproduce
+         key: str, # the metric's name in shipped.json ("bleu", "f1")
+         provenance: dict, # where it came from (see `write_shipped`), with `reproduces`: the metric and its value
+         record_dir: str | Path, # where shipped.json goes: the results directory of the row
+         log: Callable = print) -> dict: # what shipped.json holds
+    "Ship `ck` as `name` in the smallest stored precision whose score is within `SHIP_MARGIN` of `row`."
+    out, scores = check_ship_name(name), {}
+    for dtype in SHIP_PRECISIONS:
+        t0 = time.perf_counter()
+        s = score(as_stored(ck, dtype))
+        scores[_dtype_name(dtype)] = {key: s, "seconds": round(time.perf_counter() - t0, 1)}
+        log(f"{name}: {key} {s:.2f} with {_dtype_name(dtype)} weights (the row: {row:.2f})")
+    dtype = next((d for d in SHIP_PRECISIONS if abs(scores[_dtype_name(d)][key] - row) <= SHIP_MARGIN), None)
+    if dtype is None:
+        raise ValueError(f"{name}: no stored precision reproduces the row {row:.2f} within {SHIP_MARGIN}: {scores}")
+    write_shipped(ck, out, provenance, dtype)
+    record = dict(name=name, stored=_dtype_name(dtype),
+                  rule=f"the smallest precision within {SHIP_MARGIN} of the row (bf16 before fp16)",
+                  row=row, metric=provenance["reproduces"]["metric"], scores=scores,
+                  bytes=sum(p.stat().st_size for p in out.iterdir()), shipped=str(out))
+    atomic_write(Path(record_dir) / "shipped.json", json.dumps(record, indent=1) + "\n")
+    log(f"shipped {name}: {out} ({record['bytes'] / 1e6:.1f} MB, {record['stored']} weights); "
+        f"load it with pretrained({name!r})")
+    return record
+
+def _dtype_name(dtype: torch.dtype) -> str: return str(dtype).removeprefix("torch.")
+
+def ship_translation(ck: Checkpoint, # the checkpoint (or average) at-evaluate chose
+                     res: dict, # the results at-evaluate wrote (results.json)
+                     test: Corpus, # the test split it reported on
+                     name: str, run_dir: str | Path, out_dir: str | Path, # the run, and the results directory
+                     device: str = "cpu", batch_size: int = 64, log: Callable = print) -> dict:
+    "Ship the translator at-evaluate chose (`at-evaluate --ship NAME`): its test BLEU, beam as reported, is the row."
+    beam = res["test_beam"]
+    def bleu(c):
+        tr = load_model(c, "at-translate", device)
+        return score_corpus(tr.model, tr.tokenizer, test, beam["beam_size"], beam["alpha"], batch_size,
+                            decode=tr.kind.run)["bleu"]
+    provenance = dict(run=str(run_dir), results=str(Path(out_dir) / "results.json"), command=res["command"],
+                      chosen=res["chosen"], steps=res["steps"], hardware=res["hardware"],
+                      train_wall_s=res["training"]["train_wall_s"], commit=source_commit(),
+                      reproduces=dict(value=beam["bleu"], direction=res["direction"],
+                                      metric=f"sacreBLEU ({test.split}, beam {beam['beam_size']}, "
+                                             f"alpha {beam['alpha']})"))
+    return ship(ck, name, bleu, beam["bleu"], "bleu", provenance, out_dir, log)

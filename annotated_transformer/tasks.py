@@ -10,12 +10,15 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 import torch.distributed as dist
 from .config import TransformerConfig, TrainConfig
-from .data import load_recipe, copy_task_pairs, encode_pairs, SubwordTokenizer
+from .data import copy_task_pairs, encode_pairs, SubwordTokenizer
+from .recipes import load_recipe
 from .batching import make_loader
 from .copy_task import copy_config
 from .rnn import RNNConfig
+from .kinds import architecture
 from .trees import recipe_trees
-from .chart import ChartConfig, ChartVocab, chart_loader
+from .chart import ChartConfig
+from .chart_vocab import ChartVocab, chart_loader
 from .parser import ParsingVocab, encode_trees
 
 # %% auto #0
@@ -242,7 +245,7 @@ def task_preset(name: str) -> tuple[TransformerConfig, TrainConfig, DataSpec]:
 @dataclass
 class ModelSpec:
     "Which model `at-train` builds."
-    model: str = "transformer"  # "transformer", or "rnn": the RNN encoder-decoder with attention of 21_background
+    model: str = "transformer"  # an architecture of the kind registry: "transformer", or "rnn" (21_background's)
     rnn_cell: str = "lstm"  # rnn: "lstm" or "gru"
     rnn_attention: str = "bahdanau"  # rnn: "bahdanau", "luong-dot", "luong-general" or "local-p"
     rnn_bidirectional: bool = True  # rnn: bidirectional encoder
@@ -250,10 +253,5 @@ class ModelSpec:
 
 # %% ../nbs/29_tasks.ipynb #ee81a77e
 def model_config(mcfg: TransformerConfig, spec: ModelSpec) -> TransformerConfig | RNNConfig:
-    "The task's `TransformerConfig`, or with `spec.model == 'rnn'` an `RNNConfig` that takes the fields the two share."
-    if spec.model not in ("transformer", "rnn"):
-        raise ValueError(f"model={spec.model!r}: expected 'transformer' or 'rnn'")
-    if spec.model == "transformer": return mcfg
-    shared = {f.name: getattr(mcfg, f.name) for f in fields(RNNConfig) if hasattr(mcfg, f.name)}
-    return RNNConfig(**shared, cell=spec.rnn_cell, attention=spec.rnn_attention, bidirectional=spec.rnn_bidirectional,
-                     window=spec.rnn_window)
+    "The config of the architecture `spec.model` for this task: its `TransformerConfig`, or the RNN's (shared fields)."
+    return architecture(spec.model).adapt(mcfg, spec)  # the registry's architectures: its kinds that `adapt`

@@ -16,6 +16,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from .config import TrainConfig
 from .optim import make_optimizer_and_scheduler
 from .loss import SequenceObjective
+from .kinds import kind_of
 from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward
 from .checkpoint import Checkpoint, make_checkpoint, CheckpointError, check_writable, check_new_run, list_checkpoints, save_checkpoint, load_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
@@ -121,11 +122,13 @@ class Trainer:
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
                  loss: str = "chunked", # the default objective's form: "chunked" (`ChunkedLabelSmoothingLoss`) or "readable" (on the logits)
                  objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager` if it has them); None: `SequenceObjective` of `model.cfg`
+                 kind=None, # its `ModelKind`, as the launcher decided it (None: found here, once, from `model.cfg`)
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
         self.rank, self.world_size = _world()
         self.is_main = self.rank == 0
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
+        self.kind = kind if kind is not None else kind_of(model.cfg, tokenizer)  # what every checkpoint records
         self.objective = objective if objective is not None else SequenceObjective.from_config(model.cfg, chunked=loss == "chunked")
         precision, why = self._precision(cfg, model, train_loader, loss)
         self.cfg = cfg = replace(cfg, precision=precision)  # checkpoints record the precision used, not "auto"
@@ -282,7 +285,7 @@ def state(self: Trainer) -> Checkpoint:
     if w := self.window:  # the loss sums since the last logged step, and its seconds so far (in `fit`: since `t0`)
         seconds = {"seconds": time.perf_counter() - w["t0"]} if "t0" in w else {}
         self.extra["log_window"] = {k: v for k, v in w.items() if k != "t0"} | seconds
-    return make_checkpoint(self.model, step=self.step, optimizer=self.optimizer.state_dict(),
+    return make_checkpoint(self.model, kind=self.kind.name, step=self.step, optimizer=self.optimizer.state_dict(),
                            scheduler=self.scheduler.state_dict(), scaler=self.scaler.state_dict(), rng=rngs,
                            stream=self.train_stream.state_dict(), train_config=asdict(self.cfg), world_size=self.world_size,
                            tokenizer=self.tokenizer, extra=self.extra)

@@ -5,6 +5,7 @@
 # %% ../nbs/14_translation.ipynb #58a05aa9
 from __future__ import annotations
 import functools, re, sys, time
+from typing import Callable
 import torch
 import sacrebleu
 from .data import Corpus, SubwordTokenizer
@@ -48,6 +49,7 @@ def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus
                  batch_size: int = 64, # sentences per batch
                  lang: str | None = None, # target language: also report `paper_bleu` (None: don't)
                  desc: str | None = None, # show a progress bar on stderr with this label (None: silent)
+                 decode: Callable | None = None, # (model, tokenizer, lines, ...) -> translations (None: `translate`)
                 ) -> dict: # hyps, seconds, bleu, chrf, bleu_tok_lc (+ signatures), bleu_paper
     "Translate a corpus' source side and score it against its references."
     t0 = time.perf_counter()
@@ -57,7 +59,8 @@ def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus
         bar = tqdm(total=len(corpus.src), desc=desc, unit="sent", file=sys.stderr, dynamic_ncols=True)
     try:
         with torch.no_grad():
-            hyps = translate(model, tokenizer, list(corpus.src), beam_size, alpha, batch_size=batch_size,
+            hyps = (decode or translate)(model, tokenizer, list(corpus.src), beam_size=beam_size, alpha=alpha,
+                                         batch_size=batch_size,
                              progress=bar and bar.update)
     finally:
         if bar: bar.close()

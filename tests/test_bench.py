@@ -352,7 +352,8 @@ def test_time_blocks_times_whole_blocks_in_turn():
 def toy_chart():
     "A tiny chart parser's vocabulary, config (span loss) and one batch of two gold trees."
     from annotated_transformer.trees import parse_tree
-    from annotated_transformer.chart import ChartConfig, ChartVocab, chart_batch
+    from annotated_transformer.chart import ChartConfig
+    from annotated_transformer.chart_vocab import ChartVocab, chart_batch
     trees = [parse_tree("(TOP (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)))"),
              parse_tree("(TOP (S (NP (NNS Prices)) (VP (VBD rose) (ADVP (RB sharply))) (. .)))")]
     vocab = ChartVocab.from_trees(trees, min_count=1)

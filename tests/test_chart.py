@@ -5,7 +5,7 @@ import torch
 from annotated_transformer.cli import train_main, parse_main
 from annotated_transformer.checkpoint import load_checkpoint, CheckpointError, write_checkpoint
 from annotated_transformer.runs import read_metrics
-from annotated_transformer.parsing_runs import load_parser
+from annotated_transformer.loading import load_model
 from annotated_transformer.trees import parse_tree
 
 
@@ -53,7 +53,7 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
     assert long.returncode == 1 and "line 1: 400 words; this model parses at most 298" in long.stderr
     ck = load_checkpoint(trained / "best.pt"); ck.tokenizer["labels"] = ck.tokenizer["labels"][:-1]
     write_checkpoint(ck, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match="sized for another vocabulary"): load_parser(tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="sized for another vocabulary"): load_model(tmp_path / "bad.pt", "at-parse")
     out = tmp_path / "trees.txt"
     bad = cli(parse_main, "--checkpoint", tmp_path / "bad.pt", "--output", out, stdin="a b\n")
     assert bad.returncode == 1 and not out.exists()  # nothing half-written
@@ -61,11 +61,11 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
 
 def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tmp_path):
     "Several chart checkpoints parse as one ensemble (mean label log-probabilities); an ensemble of one model twice is that model."
-    from annotated_transformer.chart import chart_parse, ensemble_scores, chart_batch
-    from annotated_transformer.parsing_runs import load_parsers
+    from annotated_transformer.chart import chart_parse, ensemble_scores
+    from annotated_transformer.chart_vocab import chart_batch
     cks = sorted(trained.glob("ckpt_*.pt"))
     assert len(cks) >= 2
-    models, vocab = load_parsers(cks[:2])
+    models, vocab = load_model(cks[:2])
     assert isinstance(models, list) and len(models) == 2
     sents = [s.split() for s in ("The dog saw a cat .", "Prices rose sharply in October .", "Go")]
     x = chart_batch(vocab, sents)
@@ -80,12 +80,12 @@ def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tm
     # the Python API checks its arguments; the command names the checkpoint that does not fit, in one line, and writes nothing
     with pytest.raises(ValueError, match="empty ensemble"): chart_parse([], vocab, sents)
     with pytest.raises(TypeError, match=r"model\[1\]: a str"): chart_parse([models[0], "x"], vocab, sents)
-    from annotated_transformer.chart import ChartVocab
+    from annotated_transformer.chart_vocab import ChartVocab
     with pytest.raises(ValueError, match=r"model\[0\]: sized for another vocabulary"):
         chart_parse(models, ChartVocab(vocab.words, vocab.chars, vocab.labels[:-1]), sents)
     ck = load_checkpoint(cks[0]); ck.tokenizer["words"] = ck.tokenizer["words"][:-1] + ["<other>"]
     write_checkpoint(ck, tmp_path / "other.pt")
-    with pytest.raises(CheckpointError, match="vocabulary differs"): load_parsers([cks[0], tmp_path / "other.pt"])
+    with pytest.raises(CheckpointError, match="vocabulary differs"): load_model([cks[0], tmp_path / "other.pt"])
     out = tmp_path / "trees.txt"
     bad = cli(parse_main, "--checkpoint", cks[0], tmp_path / "other.pt", "--output", out, stdin="a b\n")
     assert bad.returncode == 1 and "other.pt: its vocabulary differs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
@@ -139,7 +139,7 @@ def test_span_loss_from_flat_scores_equals_the_chart():
 
 def _chart_batch_one_cell_at_a_time(vocab, sentences, trees, max_chars=20):
     "chart_batch as it was first written: every row and cell filled one at a time (the reference for the faster one)."
-    from annotated_transformer.chart import PAD, UNK, BOS, EOS
+    from annotated_transformer.chart_vocab import PAD, UNK, BOS, EOS
     from annotated_transformer.spans import tree_spans
     from annotated_transformer.data import SubwordTokenizer
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
@@ -162,7 +162,7 @@ def _chart_batch_one_cell_at_a_time(vocab, sentences, trees, max_chars=20):
 @pytest.mark.parametrize("subwords", [0, 400])
 def test_chart_batch_equals_the_cell_by_cell_reference(subwords):
     "The batch built from whole rows equals the one filled cell by cell: words, characters or pieces, gold chart and spans."
-    from annotated_transformer.chart import ChartVocab, chart_batch
+    from annotated_transformer.chart_vocab import ChartVocab, chart_batch
     trees = [parse_tree(s) for s in [
         "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))",
         "(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
@@ -225,7 +225,8 @@ def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatc
 
 def _tiny_chart_parsers(n=2):
     "A few trees, their vocabulary and `n` small untrained parsers of it (seeds 0..n-1)."
-    from annotated_transformer.chart import ChartVocab, ChartParser, ChartConfig
+    from annotated_transformer.chart_vocab import ChartVocab
+    from annotated_transformer.chart import ChartParser, ChartConfig
     trees = [parse_tree(s) for s in [
         "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))", "(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
         "(TOP (S (NP (PRP He)) (VP (VBD ate) (NP (DT an) (NN apple)) (PP (IN in) (NP (DT the) (NN park)))) (. .)))",

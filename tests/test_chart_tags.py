@@ -5,8 +5,8 @@ import tempfile
 import pytest
 import torch
 from pathlib import Path
-from annotated_transformer.chart import (ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_batch, chart_loader,
-                                         chart_parse)
+from annotated_transformer.chart import ChartConfig, ChartParser, ChartObjective, chart_parse
+from annotated_transformer.chart_vocab import ChartVocab, chart_batch, chart_loader
 from annotated_transformer.config import TrainConfig
 from annotated_transformer.train import Trainer, seed_everything
 from annotated_transformer.trees import parse_tree

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer.data import MULTI30K_SHA256, Corpus, SubwordTokenizer, copy_task_pairs, default_data_dir, download_multi30k, encode_pairs, fetch, load_recipe, read_lines, read_parallel, sha256_file
+from annotated_transformer.data import Corpus, SubwordTokenizer, copy_task_pairs, encode_pairs, read_lines, read_parallel, default_data_dir, fetch, sha256_file
+from annotated_transformer.recipes import MULTI30K_SHA256, download_multi30k, load_recipe
 from annotated_transformer.batching import TokenBatchSampler, ShardedTokenBatchSampler, collate, make_loader
 
 MULTI30K = default_data_dir() / "multi30k"

@@ -12,7 +12,7 @@ from annotated_transformer.attention import padding_mask
 from annotated_transformer.data import SubwordTokenizer
 from annotated_transformer.decode import DecodingConstraint, DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
 from annotated_transformer.inference import bleu_scores, plot_attention, translate
-from annotated_transformer.evaluation import load_translator
+from annotated_transformer.loading import load_model
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -171,11 +171,11 @@ def test_cli_file_matches_function(run_dir, tmp_path, cli):
     r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output", tmp_path / "out.txt",
                      "--beam", "4", "--max-len-b", "5")
     assert r.returncode == 0, r.stderr
-    model, tok = load_translator(run_dir / "checkpoint.pt")
+    model, tok = load_model(run_dir / "checkpoint.pt")
     assert (tmp_path / "out.txt").read_text().split("\n")[:-1] == translate(model, tok, lines, max_len_b=5)
 
 def test_too_long_line_warns_and_truncates_or_errors(run_dir, cli):
-    model, tok = load_translator(run_dir / "checkpoint.pt")
+    model, tok = load_model(run_dir / "checkpoint.pt")
     long = " ".join(["a"] * 40)  # 40 tokens + EOS > max_len 32
     with pytest.warns(UserWarning, match=r"input line 2: 40 tokens \+ EOS exceed the model's max_len=32; truncated to its first 31"):
         out = translate(model, tok, ["a b", long], beam_size=2)
@@ -189,25 +189,25 @@ def test_too_long_line_warns_and_truncates_or_errors(run_dir, cli):
 def test_vocab_mismatch_is_refused(run_dir, tmp_path, cli):
     other = SubwordTokenizer.train([" ".join("abcdefghijklmnop")] * 50, vocab_size=30, byte_fallback=False)
     other.save(tmp_path)
-    with pytest.raises(ValueError, match="vocabulary mismatch: the tokenizer at .* has 30 pieces but the model .* src_vocab_size=25"):
-        load_translator(run_dir / "checkpoint.pt", tmp_path)
+    with pytest.raises(ValueError, match="with the tokenizer at .*: vocabulary mismatch: the tokenizer has 30 pieces but the model has src_vocab_size=25"):
+        load_model(run_dir / "checkpoint.pt", tokenizer=tmp_path)
     r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--tokenizer", tmp_path, stdin="a b\n")
     assert r.returncode != 0 and "vocabulary mismatch" in r.stderr
 
 def test_missing_checkpoint_or_tokenizer(run_dir, tmp_path, cli):
-    with pytest.raises(CheckpointError, match="checkpoint not found"): load_translator(tmp_path / "nope.pt")
+    with pytest.raises(CheckpointError, match="checkpoint not found"): load_model(tmp_path / "nope.pt")
     # a checkpoint of the first format (weights and config, no tokenizer inside) is read, with its run's tokenizer named
-    model, _ = load_translator(run_dir / "checkpoint.pt")
+    model, _ = load_model(run_dir / "checkpoint.pt")
     torch.save({"model": model.state_dict(), "config": asdict(model.cfg)}, tmp_path / "old.pt")
-    with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint.*--tokenizer DIR"): load_translator(tmp_path / "old.pt")
-    old, tok = load_translator(tmp_path / "old.pt", run_dir / "tokenizer")
+    with pytest.raises(CheckpointError, match="no tokenizer inside the checkpoint.*--tokenizer DIR"): load_model(tmp_path / "old.pt")
+    old, tok = load_model(tmp_path / "old.pt", tokenizer=run_dir / "tokenizer")
     assert translate(old, tok, ["a b c"]) == translate(model, tok, ["a b c"])
     r = cli(translate_main, "--checkpoint", tmp_path / "old.pt", stdin="a b\n")
     assert r.returncode == 1 and "--tokenizer DIR" in r.stderr
 
 def test_attention_axes_labelled_with_right_tokens(run_dir):
     import matplotlib; matplotlib.use("Agg")
-    model, tok = load_translator(run_dir / "checkpoint.pt")
+    model, tok = load_model(run_dir / "checkpoint.pt")
     src, tgt = tok.encode("a b c d e") + [2], [1] + tok.encode("f g h")  # S = 6, T = 4: the axes cannot be confused
     special = {tok.bos_id: "BOS", tok.eos_id: "EOS", tok.pad_id: "PAD"}  # named as the book names them
     pieces = lambda ids: [special.get(i, tok.sp.id_to_piece(i)) for i in ids]
@@ -221,7 +221,7 @@ def test_attention_axes_labelled_with_right_tokens(run_dir):
 def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path, cli):
     "`at-train` writes checkpoints with the trainer's keys (model_config, embedded tokenizer): at-translate must read them."
     from annotated_transformer.checkpoint import save_checkpoint, make_checkpoint
-    model, tok = load_translator(run_dir / "checkpoint.pt")
+    model, tok = load_model(run_dir / "checkpoint.pt")
     state = make_checkpoint(model, step=3, train_config={}, tokenizer=tok)
     (tmp_path / "trainer_run").mkdir()  # the trainer creates it (check_writable) before saving
     path = save_checkpoint(state, tmp_path / "trainer_run", step=3, keep_last=2)

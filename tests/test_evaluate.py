@@ -56,3 +56,32 @@ def test_paper_tokenization():
     assert paper_tokenize("Das Hotel-Zimmer (2-3 Nächte).", "de") == "Das Hotel ##AT##-##AT## Zimmer ( 2 ##AT##-##AT## 3 Nächte ) ."
     assert paper_tokenize("a-b-c", "de") == "a ##AT##-##AT## b-c"  # like perl's s///g: matches do not overlap
     with pytest.raises(ValueError, match="2 hypotheses but 1 references"): paper_bleu(["a", "b"], ["a"])
+
+def test_evaluate_ships_the_chosen_model(tmp_path, data_dir, cli, monkeypatch):
+    "`at-evaluate --ship NAME`: the checkpoint it chose ships, in the smallest precision that reproduces its test BLEU, loadable by name."
+    from annotated_transformer import checkpoint, pretrained
+    from annotated_transformer.cli import translate_main
+    monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path / "shipped"))
+    # the launcher decides the kind once: a save that asked the registry again would fail here
+    monkeypatch.setattr(checkpoint, "kind_of", lambda *a, **k: pytest.fail("make_checkpoint decided the kind again"))
+    r = cli(train_main, "multi30k", "--data_dir", str(data_dir), "--no-download", "--vocab_size", "320", "--d_model", "32",
+            "--d_ff", "64", "--n_heads", "2", "--n_layers", "1", "--max_steps", "4", "--warmup_steps", "2", "--save_every", "2",
+            "--max_tokens", "400", "--precision", "fp32", "--device", "cpu", "--no-progress", "--run_dir", str(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+    monkeypatch.undo(); monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path / "shipped"))
+    args = [str(tmp_path / "run"), "--test", "test", "--out", str(tmp_path / "res"), "--average", "2", "--batch-size", "8", "--no-progress"]
+    r = cli(evaluate_main, *args, "--ship", "tiny-de-en")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads((tmp_path / "res" / "shipped.json").read_text())
+    res = json.loads((tmp_path / "res" / "results.json").read_text())
+    assert rec["row"] == res["test_beam"]["bleu"] and sorted(rec["scores"]) == ["bfloat16", "float16", "float32"]
+    assert abs(rec["scores"][rec["stored"]]["bleu"] - rec["row"]) <= 0.05 and "shipped tiny-de-en: " in r.stderr
+    ck = load_checkpoint(tmp_path / "shipped" / "tiny-de-en")
+    assert ck.more["provenance"]["chosen"] == res["chosen"] and ck.more["provenance"]["steps"] == res["steps"]
+    r = cli(translate_main, "--model", "tiny-de-en", "--beam", "2", stdin="a b c\n")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1, r.stderr
+    assert type(pretrained("tiny-de-en")).__name__ == "Translator"
+    # a name taken, or one that is no plain name: refused before any decoding, nothing written
+    for name, says in (("tiny-de-en", "exists; remove it or choose another name"), ("../up", "expected a plain name")):
+        r = cli(evaluate_main, *args[:4], str(tmp_path / "res2"), *args[5:], "--ship", name)
+        assert r.returncode == 2 and says in r.stderr and not (tmp_path / "res2").exists(), r.stderr

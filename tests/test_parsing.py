@@ -2,7 +2,8 @@
 import gzip, random, subprocess, sys
 import pytest, torch
 from annotated_transformer.parser import TreeConstraint, ParsingVocab, encode_trees, parse
-from annotated_transformer.parsing_runs import evaluate_decoding, load_parser
+from annotated_transformer.parsing_runs import evaluate_decoding
+from annotated_transformer.loading import load_model
 from annotated_transformer.trees import Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize, ptb_trees, sample_trees
 from annotated_transformer.evalb import evalb, evalb_sentence, evalb_brackets, with_tags, EvalbParams
 from annotated_transformer.cli import parse_main, train_main
@@ -232,7 +233,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 def test_at_parse_end_to_end(tiny_checkpoint, tmp_path, capsys):
     run, golds = tiny_checkpoint
-    model, vocab = load_parser(run)
+    model, vocab = load_model(run, "at-parse")
     res = parse(model, vocab, [g.words() for g in golds], beam_size=4)
     assert evalb(golds, [with_tags(t, g) for (t, _), g in zip(res, golds)])["all"]["f1"] > 95  # the toy grammar is learnt
     assert {len(g.words()) for g in golds} == {4, 6}  # both shapes are in the test set
@@ -271,7 +272,7 @@ def test_train_main_ptb_sample(shared_data, tmp_path, capfd):  # the at-train pa
     out = capfd.readouterr().out
     assert_closing_lines(out)
     assert "validation loss " in out.splitlines()[-2]  # the final validation, in words
-    model, vocab = load_parser(run)
+    model, vocab = load_model(run, "at-parse")
     assert vocab.src_vocab_size == 2000 and not model.cfg.tie_embeddings and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
     ck = load_checkpoint(run)
     assert ck.step == 2 and ck.counts["train_trees"] == 3669 and ck.data_spec["recipe"] == "ptb-sample" and ck.kind == "seq2seq-parser"
@@ -292,7 +293,7 @@ def test_ptb_sample_under_torchrun_with_two_gloo_ranks(shared_data, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     ck = load_checkpoint(run)
     assert (ck.step, ck.world_size) == (2, 2) and ck.counts["train_trees"] == 3669
-    model, vocab = load_parser(run)
+    model, vocab = load_model(run, "at-parse")
     assert vocab.src_vocab_size == 2000 and model.cfg.tgt_vocab_size == vocab.tgt_vocab_size
 
 def random_sentences(n, rng, words="the a dog cat saw liked park idea . ,".split()):
@@ -319,7 +320,7 @@ def test_at_parse_takes_a_directory_holding_one_checkpoint_file(tiny_checkpoint,
 def test_tree_constraint_untrained_model(tiny_checkpoint):
     "Random weights: without the constraint most outputs need repair; with it none does, greedy or beam, and the tree is the output."
     run, _ = tiny_checkpoint
-    _, vocab = load_parser(run)
+    _, vocab = load_model(run, "at-parse")
     torch.manual_seed(0)
     model = make_model(TransformerConfig.tiny(src_vocab_size=vocab.src_vocab_size, tgt_vocab_size=vocab.tgt_vocab_size,
                                               tie_embeddings=False, max_len=128)).eval()
@@ -333,7 +334,7 @@ def test_tree_constraint_untrained_model(tiny_checkpoint):
 
 def test_tree_constraint_limit_too_small_falls_back_to_repair(tiny_checkpoint):
     run, _ = tiny_checkpoint
-    model, vocab = load_parser(run)
+    model, vocab = load_model(run, "at-parse")
     words = "the dog saw a cat .".split()  # the shortest tree needs 6 XX + 2 brackets + EOS = 9 tokens
     for beam in (1, 3):
         (tree, rep), = parse(model, vocab, [words], beam_size=beam, max_len_a=0.0, max_len_b=5)

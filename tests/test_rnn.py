@@ -11,7 +11,7 @@ from annotated_transformer.train import Trainer
 from annotated_transformer.config import TrainConfig
 from annotated_transformer.checkpoint import load_checkpoint
 from annotated_transformer.batching import make_loader
-from annotated_transformer.evaluation import load_translator
+from annotated_transformer.loading import load_model
 from annotated_transformer.kinds import kind_of
 from annotated_transformer.cli import parse_args
 
@@ -161,7 +161,7 @@ def test_translate_load_checkpoint(tmp_path):
     cfg = RNNConfig.tiny(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, attention="luong-general")
     m = make_rnn(cfg).eval()
     torch.save({"model": m.state_dict(), "model_config": asdict(cfg), "tokenizer": tok.state_dict()}, tmp_path / "ck.pt")
-    loaded, tok2 = load_translator(tmp_path / "ck.pt")
+    loaded, tok2 = load_model(tmp_path / "ck.pt")
     src, mask, tgt = batch(V=tok.vocab_size)
     torch.testing.assert_close(loaded(src, tgt, mask), m(src, tgt, mask))
     torch.testing.assert_close(greedy_decode(loaded, src, mask), greedy_decode(m, src, mask))

@@ -3,7 +3,8 @@ import hashlib, json, zipfile
 from collections import Counter
 import pytest
 import torch
-from annotated_transformer.sentiment import DOMAINS, SPECIALS, AttentionPooling, LSTMClassifier, TransformerClassifier, Vocab, download_sentiment, load_sentiment, make_batch, make_classifier, read_sentiment_file, run_experiment, split_sentiment, tokenize
+from annotated_transformer.sentiment_data import DOMAINS, SPECIALS, Vocab, download_sentiment, load_sentiment, make_batch, read_sentiment_file, split_sentiment, tokenize
+from annotated_transformer.sentiment import AttentionPooling, LSTMClassifier, TransformerClassifier, make_classifier, run_experiment
 
 
 # ---------------------------------------------------------------- reading files
@@ -73,7 +74,7 @@ def test_download_extracts_verified_archive(tmp_path):
 
 # ---------------------------------------------------------------- split and vocabulary
 def _toy_data():
-    from annotated_transformer.sentiment import LabelledSentence
+    from annotated_transformer.sentiment_data import LabelledSentence
     data = [LabelledSentence(f"{d} sentence {i} {'good' if y else 'bad'}", y, d) for d in DOMAINS for y in (0, 1) for i in range(40)]
     return data + [LabelledSentence("Great phone.", 1, "amazon")] * 3 + [LabelledSentence("great PHONE.", 1, "amazon")]
 

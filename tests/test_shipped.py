@@ -75,7 +75,8 @@ def test_help_lists_the_shipped_models(tiny_shipped):
 @pytest.fixture
 def tiny_chart(tmp_path, monkeypatch):
     "A shipped chart parser with a tagger, `tiny-chart`, trained for a few steps on made-up trees, in `$AT_PRETRAINED_DIR`."
-    from annotated_transformer.chart import ChartConfig, ChartParser, ChartVocab, ChartObjective, chart_batch
+    from annotated_transformer.chart import ChartConfig, ChartParser, ChartObjective
+    from annotated_transformer.chart_vocab import ChartVocab, chart_batch
     from annotated_transformer.trees import parse_tree
     trees = [parse_tree(t) for t in ["(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
                                      "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (DT the) (NN dog))) (. .)))"]]
@@ -140,7 +141,7 @@ def test_shipped_parser_reproduces_its_dev_f1(name, shared_data, monkeypatch):
 @pytest.mark.parametrize("name", [n for n in REAL if n.startswith("multi30k")])
 def test_shipped_translator_reproduces_its_results_row(name, shared_data, monkeypatch):
     "test2016 BLEU from the shipped files, scored as the results row was, within 0.1 of the row."
-    from annotated_transformer.data import load_recipe
+    from annotated_transformer.recipes import load_recipe
     from annotated_transformer.translation import score_corpus
     monkeypatch.delenv("AT_PRETRAINED_DIR", raising=False)
     m = shipped.pretrained(name)

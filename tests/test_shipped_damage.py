@@ -152,7 +152,8 @@ def test_translate_takes_text_only(models, lines, error, words):
     with pytest.raises((TypeError, ValueError), match="lines|sentence"): t.attention(lines if isinstance(lines, bytes) else lines[1])
 
 def test_the_parser_takes_text_only(tmp_path, monkeypatch):
-    from annotated_transformer.chart import ChartConfig, ChartParser, ChartVocab
+    from annotated_transformer.chart import ChartConfig, ChartParser
+    from annotated_transformer.chart_vocab import ChartVocab
     from annotated_transformer.trees import parse_tree
     v = ChartVocab.from_trees([parse_tree("(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))")], min_count=1)
     torch.manual_seed(0)

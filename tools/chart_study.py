@@ -26,7 +26,8 @@ import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
 from annotated_transformer.parser import parse_gold
-from annotated_transformer.parsing_runs import evaluate_decoding, load_parser, load_parsers, read_sentences
+from annotated_transformer.parsing_runs import evaluate_decoding, read_sentences
+from annotated_transformer.loading import load_model
 from annotated_transformer.kinds import kind_of_model
 from annotated_transformer.trees import ptb_trees, read_trees
 from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
@@ -104,10 +105,10 @@ def dev(run: str):
 
 def example(run: str, index: int = 19):
     "The chart of one section-22 sentence (by default the 20th, 15 words): each span's best constituent score and label, and the tree CKY takes."
-    from annotated_transformer.chart import chart_batch
+    from annotated_transformer.chart_vocab import chart_batch
     from annotated_transformer.spans import cky
     ck = _best(run)
-    model, vocab = load_parser(ck)
+    model, vocab = load_model(ck, "at-parse")
     gold = ptb_trees("dev", DATA)[int(index)]
     words = gold.words()
     x = chart_batch(vocab, [words])
@@ -133,7 +134,7 @@ def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
         if n: average_last(run, n, Path(run) / f"averaged_last{n}.pt")
         ck = Path(run) / (f"averaged_last{n}.pt" if n else "best.pt")
         steps = [load_checkpoint(p).step for p in list_checkpoints(run)[-n:]] if n else [load_checkpoint(ck).step]
-        model, vocab = load_parser(ck)
+        model, vocab = load_model(ck, "at-parse")
         r = parse_gold(model, vocab, golds, decode=parse, beam_size=1, batch_size=64)
         rows.append(dict(checkpoint=str(ck), averaged=n, steps=steps, seconds=round(r["seconds"], 1),
                          **{k: r["scores"]["all"][k] for k in ("f1", "precision", "recall", "exact", "sentences")}))
@@ -148,9 +149,10 @@ def fit(run: str, n: int = 1700, seed: int = 0):
     """How well the checkpoint fits what it trained on, against dev: EVALB F1 (CKY) and the span loss per sentence (eval mode, no
     dropout) on `n` training trees drawn with `seed` and on all of section 22 (1700). One entry per checkpoint in fit.json."""
     import random
-    from annotated_transformer.chart import ChartObjective, chart_loader
+    from annotated_transformer.chart import ChartObjective
+    from annotated_transformer.chart_vocab import chart_loader
     ck = _best(run)
-    model, vocab = load_parser(ck)
+    model, vocab = load_model(ck, "at-parse")
     objective = ChartObjective(vocab, model.cfg.loss)
     train = random.Random(seed).sample(ptb_trees("train", DATA), n)
     entry = dict(checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=load_checkpoint(ck).step, dropout=model.cfg.dropout)
@@ -200,7 +202,7 @@ def speed(run: str, n: int = 300, threads: int = 1):
     for name, path, kw in (("chart (CKY)", _best(run), dict(batch_size=64)),
                            ("seq2seq greedy, constrained", SEQ2SEQ, dict(beam_size=1, batch_size=32)),
                            ("seq2seq beam 21, constrained", SEQ2SEQ, dict(beam_size=21, alpha=0.3, batch_size=32))):
-        model, vocab = load_parser(path)
+        model, vocab = load_model(path, "at-parse")
         k = n if "beam" not in name else min(n, 100)  # beam 21 takes about 2 s a sentence on one core
         parse(model, vocab, sents[:8], **kw)  # warm-up
         t0 = time.perf_counter(); parse(model, vocab, sents[:k], **kw); dt = time.perf_counter() - t0
@@ -213,7 +215,7 @@ def speed(run: str, n: int = 300, threads: int = 1):
 def test23(run: str, out_name: str = "test23.json"):
     "The blind parse of section 23's words, in order, with the chosen checkpoint: NAME.pred.txt beside its record NAME.json."
     ck = _best(run)
-    model, vocab = load_parser(ck)
+    model, vocab = load_model(ck, "at-parse")
     sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(model, vocab))
     t0 = time.perf_counter(); trees = [t for t, _ in parse(model, vocab, sents, batch_size=64)]; dt = time.perf_counter() - t0
     for t, s in zip(trees, sents): assert t.words() == s, s  # one tree per line over exactly the sentence's words
@@ -286,8 +288,8 @@ def _pred_name(out_name: str) -> str: return out_name[:-len(".json")] + ".pred.t
 def _out_arg(out_name: str, default: str) -> str: return "" if out_name == default else f" --out {out_name}"  # as the command line had it
 
 def _load_same_vocab(command: str, runs) -> tuple[list, object]:
-    "The runs' parsers and their one vocabulary (`load_parsers`: chart parsers of the same training trees and word features), or the command stops with one line."
-    try: return load_parsers([_best(r) for r in runs])
+    "The runs' parsers and their one vocabulary (`load_model`: chart parsers of the same training trees and word features), or the command stops with one line."
+    try: return load_model([_best(r) for r in runs])
     except CheckpointError as e: sys.exit(f"chart_study.py {command}: {e}")
 
 def ensemble(*runs: str, out_name: str = "ensemble.json"):

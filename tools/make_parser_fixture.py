@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 import torch
 from annotated_transformer.spans import EMPTY, cky, spans_to_tree
-from annotated_transformer.chart import chart_batch
+from annotated_transformer.chart_vocab import chart_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "parser_cky.json"

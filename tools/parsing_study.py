@@ -10,7 +10,8 @@ import hashlib, json, os, sys
 from pathlib import Path
 import torch
 from annotated_transformer.parser import TreeConstraint
-from annotated_transformer.parsing_runs import evaluate_decoding, load_parser
+from annotated_transformer.parsing_runs import evaluate_decoding
+from annotated_transformer.loading import load_model
 from annotated_transformer.trees import ptb_trees, delinearize
 from annotated_transformer.evalb import evalb, with_tags
 from annotated_transformer.parsing_runs import read_sentences
@@ -33,7 +34,7 @@ def dev():
 
 def why(n: int = 100, alpha: float = 0.3):
     "Per sentence: the score s(Y, X) beam search maximizes and the words left without a slot, for three searches."
-    model, vocab = load_parser(CKPT)
+    model, vocab = load_model(CKPT, "at-parse")
     golds = ptb_trees("dev", "../shared/data")[:n]
     res = {}
     greedy_scores = None

@@ -6,7 +6,7 @@ RNN_BUDGET_S is the wall-clock budget the run trained for (results/multi30k-rnn/
 """
 import argparse, json, os, sys
 from pathlib import Path
-from annotated_transformer.data import load_recipe
+from annotated_transformer.recipes import load_recipe
 from annotated_transformer.evaluation import evaluate_run
 
 def main(argv: list[str] | None = None) -> int:
