@@ -10,6 +10,14 @@ import argparse, json, re, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
+def is_project_notebook(p: Path) -> bool:
+    """A notebook of the project, not a stray: `jupyter nbconvert --execute` leaves `NAME.nbconvert.ipynb` beside the
+    notebook, Jupyter keeps `NAME-checkpoint.ipynb` copies, editors leave `Untitled.ipynb`; none of them is a page."""
+    return (not p.name.startswith(('_', '.')) and '.' not in p.stem and not p.stem.endswith('-checkpoint')
+            and not p.stem.startswith('Untitled'))
+
+
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'
 BOOK = NBS/'book.txt'

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import book  # noqa: E402  the book's one list of parts and pages (nbs/book.txt)
+from book import is_project_notebook  # noqa: E402
 import colab_cell  # noqa: E402  the notebooks' Colab set-up cell and their Colab addresses
 CONF_DIR = ROOT/'docs_src'            # conf.py, _static, _templates (sources of the site, checked in)
 GEN_DIR = ROOT/'build'/'docs_src'     # converted notebooks (generated, gitignored)
@@ -153,13 +154,6 @@ def process_nb(path: Path):
 
 
 # ---------------------------------------------------------------- conversion to MyST notebooks
-def is_project_notebook(p: Path) -> bool:
-    """A notebook of the project, not a stray: `jupyter nbconvert --execute` leaves `NAME.nbconvert.ipynb` beside the
-    notebook, Jupyter keeps `NAME-checkpoint.ipynb` copies, editors leave `Untitled.ipynb`; none of them is a page."""
-    return (not p.name.startswith(('_', '.')) and '.' not in p.stem and not p.stem.endswith('-checkpoint')
-            and not p.stem.startswith('Untitled'))
-
-
 def notebooks(nbs_path: Path) -> list[Path]:
     """Every notebook of the site in navigation order: index first, then the book's order (nbs/book.txt) where the
     folder has that list, else file order (strays left out)"""

@@ -85,7 +85,7 @@ def put_first(nb_path: Path, root: Path = ROOT) -> bool:
 
 def project_notebooks(root: Path = ROOT) -> list[Path]:
     sys.path.insert(0, str(root/'tools'))
-    from build_docs import is_project_notebook
+    from book import is_project_notebook
     return sorted(p for p in (root/settings(root)['nbs_path']).glob('*.ipynb') if is_project_notebook(p))
 
 
