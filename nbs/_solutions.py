@@ -195,7 +195,7 @@ def corpus_brevity_penalty(lengths):
 
 # Exercise 3
 def sentence_bleu_by_hand(hyp, ref):
-    from annotated_transformer.bleu import brevity_penalty, clipped_matches, modified_precisions
+    from annotated_transformer.training.bleu import brevity_penalty, clipped_matches, modified_precisions
     h, r = hyp.split(), ref.split()
     counts = [clipped_matches(h, [r], n) for n in range(1, 5)]
     counts = [(m, t) for m, t in counts if t > 0]  # effective order: only the orders the hypothesis has n-grams of

@@ -58,7 +58,7 @@ def cpu_without_native_bf16(monkeypatch):
     depend on the CPU kind. It is `$AT_CPU_FLAGS`, which `precision.cpu_flags` reads first, so the processes a test starts (torchrun
     and spawned workers, console scripts) see the same CPU (`pytest_configure` sets it for the whole session, before any
     session fixture starts one); tests of 'auto' itself set other flags. Yields the real reader of /proc/cpuinfo."""
-    from annotated_transformer import precision
+    from annotated_transformer.engine import precision
     monkeypatch.setenv("AT_CPU_FLAGS", NO_NATIVE_BF16)
     def real():
         with monkeypatch.context() as m:
@@ -106,7 +106,7 @@ def run_entry(main, argv: list[str], capfd) -> tuple[int, str, str, list[str]]:
 
 @pytest.fixture
 def cli(capfd, monkeypatch):
-    """Run a console script's entry function (`annotated_transformer.cli.*_main`) in this process, as the installed command would
+    """Run a console script's entry function (`annotated_transformer.commands.cli.*_main`) in this process, as the installed command would
     with these arguments: `cli(main, *args, stdin=None)` -> an object with `returncode`, `stdout`, `stderr` (like
     `subprocess.run`); an exception escaping the entry function (a traceback the user would see) fails the test. Quicker than a
     fresh interpreter (no second torch import); a few tests per script still run the real command in a subprocess."""

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 JS = ROOT/'docs_src'/'_static'/'attention_explorer.js'
 DATA = ROOT/'results'/'attention'/'multi30k-de-en.json'
 sys.path.insert(0, str(ROOT/'tools'))
-from annotated_transformer.inference import _round_rows
+from annotated_transformer.translation.inference import _round_rows
 
 
 def test_rounding_keeps_rows_exact():

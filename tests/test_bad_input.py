@@ -11,7 +11,7 @@ no `*.tmp`). A few rows expect success (exit 0): a resume that must fall back pa
 A few subprocess runs of the console-script command (`sys.exit(entry())`) prove the wrapper itself prints no traceback and
 no result dict, and `at-train` interrupted by SIGINT / SIGTERM must save and exit 130 / 143.
 
-The entry points live in `ENTRY`: re-point them there when the scripts move (e.g. into `annotated_transformer/cli.py`).
+The entry points live in `ENTRY`: re-point them there when the scripts move (e.g. into `annotated_transformer/commands/cli.py`).
 Everything the tests read is made here in tmp directories (tiny runs of 2-4 steps); nothing is downloaded.
 """
 import csv, errno, hashlib, importlib, io, json, os, random, re, shutil, signal, subprocess, sys, time, types
@@ -22,12 +22,12 @@ from conftest import run_entry, write_tiny_multi30k
 
 # console script -> "module:function", each `(argv: list[str] | None = None) -> int` (None counts as 0)
 ENTRY = {
-    "at-train": "annotated_transformer.cli:train_main",
-    "at-translate": "annotated_transformer.cli:translate_main",
-    "at-evaluate": "annotated_transformer.cli:evaluate_main",
-    "at-parse": "annotated_transformer.cli:parse_main",
-    "at-variations": "annotated_transformer.cli:variations_main",
-    "at-bench": "annotated_transformer.cli:bench_main",
+    "at-train": "annotated_transformer.commands.cli:train_main",
+    "at-translate": "annotated_transformer.commands.cli:translate_main",
+    "at-evaluate": "annotated_transformer.commands.cli:evaluate_main",
+    "at-parse": "annotated_transformer.commands.cli:parse_main",
+    "at-variations": "annotated_transformer.commands.cli:variations_main",
+    "at-bench": "annotated_transformer.commands.cli:bench_main",
 }
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,13 +100,13 @@ def mt_run(tmp_path_factory, data_dir, empty_cache):
 @pytest.fixture(scope="session")
 def parse_run(tmp_path_factory):
     "A parser trained 2 steps on toy trees (a checkpoint after each), with a parsing vocabulary inside."
-    from annotated_transformer.trees import parse_tree
-    from annotated_transformer.parser import ParsingVocab, encode_trees
-    from annotated_transformer.tasks import DataSpec
-    from annotated_transformer.config import TransformerConfig
-    from annotated_transformer.model import make_model
-    from annotated_transformer.batching import make_loader
-    from annotated_transformer.train import Trainer, TrainConfig, seed_everything
+    from annotated_transformer.parsing.trees import parse_tree
+    from annotated_transformer.parsing.parser import ParsingVocab, encode_trees
+    from annotated_transformer.engine.tasks import DataSpec
+    from annotated_transformer.engine.config import TransformerConfig
+    from annotated_transformer.architecture.model import make_model
+    from annotated_transformer.training.batching import make_loader
+    from annotated_transformer.engine.train import Trainer, TrainConfig, seed_everything
     run = tmp_path_factory.mktemp("parse") / "run"
     N, V, D = "dog cat man park idea bird".split(), "saw liked found".split(), "the a this".split()
     rng = random.Random(0)
@@ -198,7 +198,7 @@ def tear_metrics(run: Path):
     with open(run / "metrics.jsonl", "a") as f: f.write('{"step": 2, "loss": 1.2')  # the last write was cut short
 
 def resumed_to_3(c):
-    from annotated_transformer.checkpoint import load_checkpoint
+    from annotated_transformer.engine.checkpoint import load_checkpoint
     assert load_checkpoint(c.tmp / "run").step == 3, "the resumed run did not reach step 3"
     for line in (c.tmp / "run" / "metrics.jsonl").read_text().splitlines(): json.loads(line)  # no torn line is kept
 
@@ -235,8 +235,8 @@ def va(c, *extra, out=None, data=None, rows=("C N=2",)):
 
 def grid_with(c, table: str | bytes | None = None, settings: str | None = None, **kw) -> list[str]:
     "A grid directory whose settings.json matches the argv (unless given) and whose table3.csv holds `table`."
-    from annotated_transformer.cli import variations_parser
-    from annotated_transformer.grid import GridSettings
+    from annotated_transformer.commands.cli import variations_parser
+    from annotated_transformer.engine.grid import GridSettings
     argv = va(c, **kw)
     a = vars(variations_parser().parse_args(argv))
     s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})
@@ -248,7 +248,7 @@ def grid_with(c, table: str | bytes | None = None, settings: str | None = None, 
 
 def table3(torn: bool = False) -> str:
     "A valid table3.csv with the base row; `torn`: then a second row cut off mid-line (an interrupted append)."
-    from annotated_transformer.variations import CSV_FIELDS
+    from annotated_transformer.translation.variations import CSV_FIELDS
     rec = dict(row="base", group="base", seed=0, changed="-", n_layers=3, d_model=32, d_ff=128, n_heads=8, d_k=4, dropout=0.1,
                label_smoothing=0.1, positional="sinusoidal", params=60000, dev_ppl=300.5, dev_nll=5.7, dev_bleu=0.0,
                dev_chrf=1.0, final_train_loss=6.0, steps=2, train_seconds=1.0, bleu_seconds=0.5, paper_ppl=4.92,
@@ -257,7 +257,7 @@ def table3(torn: bool = False) -> str:
     return f.getvalue() + ("C N=2,C,0,n_layers=1,1,32,128,8,4,0.1,0.1,sinus" if torn else "")
 
 def grid_resumed(c):
-    from annotated_transformer.variations import read_table
+    from annotated_transformer.translation.variations import read_table
     rows = read_table(c.tmp / "grid")
     assert [r["row"] for r in rows] == ["base", "C N=2"] and rows[1]["steps"] == 2, rows
 
@@ -590,7 +590,7 @@ def flip_bytes(ck: Path, n: int = 64):
 
 def nan_weights(ck: Path):
     "Rewrite a checkpoint, with a valid checksum, whose weights are NaN (a run that diverged)."
-    from annotated_transformer.checkpoint import load_checkpoint, write_checkpoint
+    from annotated_transformer.engine.checkpoint import load_checkpoint, write_checkpoint
     d = load_checkpoint(ck)
     d.weights = {k: v.clone().fill_(float("nan")) if v.is_floating_point() else v for k, v in d.weights.items()}
     write_checkpoint(d, ck)
@@ -603,7 +603,7 @@ def metrics_line(line: str):
     return damage
 
 def finished_untouched(c):
-    from annotated_transformer.runs import read_metrics
+    from annotated_transformer.engine.runs import read_metrics
     assert sum("val_loss" in r for r in read_metrics(c.tmp / "run")) == 1, "a second validation record was appended"
     assert not json.loads((c.tmp / "run" / "run.json").read_text())["resumed"], "run.json records a resume that did nothing"
 
@@ -738,7 +738,7 @@ def test_console_script_prints_no_traceback(case, row_id, empty_cache):
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)],
                          ids=["SIGINT", "SIGTERM"])  # SIGTERM is quick in test_train (the Trainer's own handler)
 def test_interrupted_train_saves_and_exits_nonzero(tmp_path, empty_cache, sig, code):
-    from annotated_transformer.checkpoint import load_checkpoint
+    from annotated_transformer.engine.checkpoint import load_checkpoint
     run = tmp_path / "run"
     cmd = console_command("at-train") + ["copy", "--run-dir", str(run), "--max-steps", "100000", "--save-every", "5",
                                          "--log-every", "1", "--eval-every", "0", "--copy-n", "500", "--n-valid", "10",

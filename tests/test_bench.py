@@ -1,18 +1,18 @@
 "The benchmark harness of nbs/32_benchmarks and the suite of nbs/33_bench_suite: like-for-like reference, equal outputs, the JSON it writes. No timing thresholds."
 import json, math, pytest, torch
-from annotated_transformer.bench import (TorchReference, copy_to_reference, bench_config, random_padded_batch, train_flops,
+from annotated_transformer.bench.benchmarks import (TorchReference, copy_to_reference, bench_config, random_padded_batch, train_flops,
     bench_attention, set_fused, make_train_step, time_interleaved, time_blocks, matmul_tflops, peak_tflops, bench_decode,
     BENCH_PRESETS)
-from annotated_transformer.fast_path import bench_compile, bench_loss, bench_adam, bench_mfu, VARIANTS, readable_chart, chart_span_loss, chart_step_speed
-from annotated_transformer.scaling import bench_memory
-from annotated_transformer.suite import BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
-from annotated_transformer.cli import bench_main
-from annotated_transformer.decode import greedy_decode, beam_search
-from annotated_transformer.attention import padding_mask
+from annotated_transformer.bench.fast_path import bench_compile, bench_loss, bench_adam, bench_mfu, VARIANTS, readable_chart, chart_span_loss, chart_step_speed
+from annotated_transformer.bench.scaling import bench_memory
+from annotated_transformer.bench.bench_suite import BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
+from annotated_transformer.commands.cli import bench_main
+from annotated_transformer.training.decode import greedy_decode, beam_search
+from annotated_transformer.architecture.attention import padding_mask
 import subprocess, sys
 from pathlib import Path
-from annotated_transformer.model import make_model, count_parameters
-from annotated_transformer.attention import MultiHeadAttention
+from annotated_transformer.architecture.model import make_model, count_parameters
+from annotated_transformer.architecture.attention import MultiHeadAttention
 
 
 def _args(b): return b["src"], b["tgt_in"], b["src_key_padding_mask"], b["tgt_key_padding_mask"]
@@ -146,9 +146,9 @@ def test_cli_rejects_bad_arguments(args, message, capsys):
 def test_cli_reads_the_checkpoint_before_any_benchmark(tmp_path, capsys):
     """A missing, damaged or non-translation --checkpoint is one line at once, before minutes of other benchmarks, and exit 1
     (a bad file, as in every command; it was 2, the code of a bad option); no JSON is written."""
-    from annotated_transformer.checkpoint import save_checkpoint, make_checkpoint
-    from annotated_transformer.model import make_model
-    from annotated_transformer.config import TransformerConfig
+    from annotated_transformer.engine.checkpoint import save_checkpoint, make_checkpoint
+    from annotated_transformer.architecture.model import make_model
+    from annotated_transformer.engine.config import TransformerConfig
     empty = tmp_path / "empty.pt"; empty.write_bytes(b"")
     ids_run = tmp_path / "copy-run"  # a checkpoint of this package, of a model that reads token ids, not text
     save_checkpoint(make_checkpoint(make_model(TransformerConfig.tiny(n_layers=1)), step=1), ids_run, 1)
@@ -186,7 +186,7 @@ def test_memory_on_cuda():
 def test_console_script_exits_0_and_prints_on_stdout(tmp_path):
     "The `at-bench` entry point (sys.exit(bench_main())) exits 0 and prints its table on stdout, not a dict on stderr."
     out = tmp_path / "b.json"
-    code = "import sys; from annotated_transformer.cli import bench_main; sys.exit(bench_main())"
+    code = "import sys; from annotated_transformer.commands.cli import bench_main; sys.exit(bench_main())"
     repo = str(Path(__file__).resolve().parents[1])
     p = subprocess.run([sys.executable, "-c", code, "--presets", "tiny", "--reps", "1", "--benchmarks", "train,adam",
                         "--out", str(out)], capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": repo})
@@ -206,8 +206,8 @@ def test_default_benchmarks_leave_compile_to_the_flag():
 
 def test_profile_groups_add_up_and_reach_the_report():
     "The profile of both models' training step: every operator's self time lands in exactly one group, and the report shows each group."
-    from annotated_transformer.suite import run_benchmarks
-    from annotated_transformer.op_profile import OP_GROUPS
+    from annotated_transformer.bench.bench_suite import run_benchmarks
+    from annotated_transformer.bench.op_profile import OP_GROUPS
     res = run_benchmarks(presets=("tiny",), benchmarks=("profile",), reps=1, warmup=1, precisions=("fp32",), log=lambda *a: None)
     pr = res["results"]["tiny"]["profile"]["fp32"]
     for k in ("ours", "torch"):
@@ -289,14 +289,14 @@ def test_compile_benchmark_on_cuda():
 
 
 def test_payback_steps():
-    from annotated_transformer.precision import payback_steps
+    from annotated_transformer.engine.precision import payback_steps
     assert payback_steps(first_call_s=31.0, step_s=1.0, eager_step_s=2.0) == 30.0  # 30 s of compiling, 1 s saved per step
     assert payback_steps(5.0, 2.0, 2.0) is None and payback_steps(5.0, 3.0, 2.0) is None  # no gain: it never pays back
 
 
 @pytest.mark.parametrize("flags,native", [(set(), False), ({"avx2", "avx512_bf16"}, True), ({"amx_bf16"}, True)])
 def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
-    import annotated_transformer.fast_path as fast_path
+    import annotated_transformer.bench.fast_path as fast_path
     monkeypatch.setattr(fast_path, "cpu_flags", lambda: flags)
     monkeypatch.setattr(fast_path, "matmul_tflops", lambda device, dtype: 0.2 if dtype == torch.bfloat16 else 0.1)  # nothing is timed
     plan = fast_path.compile_plan("cpu", ("fp32", "bf16"), threads=(1, 2))
@@ -306,7 +306,7 @@ def test_compile_plan_runs_bf16_only_where_native(monkeypatch, flags, native):
 
 
 def test_compile_plan_takes_a_given_peak_for_one_setting_only(monkeypatch):
-    import annotated_transformer.fast_path as fast_path
+    import annotated_transformer.bench.fast_path as fast_path
     monkeypatch.setattr(fast_path, "cpu_flags", lambda: {"avx512_bf16"})
     plan = fast_path.compile_plan("cpu", ("bf16",), threads=(2,), peak=0.5)
     assert [(c["precision"], c["threads"], c["tflops"], c["kind"]) for c in plan.values()] == [("bf16", 2, 0.5, "given")]
@@ -318,7 +318,7 @@ def test_compile_plan_takes_a_given_peak_for_one_setting_only(monkeypatch):
 
 
 def test_compile_plan_measures_each_peak_at_its_thread_count(monkeypatch):
-    import annotated_transformer.fast_path as fast_path
+    import annotated_transformer.bench.fast_path as fast_path
     seen = []
     monkeypatch.setattr(fast_path, "cpu_flags", lambda: set())
     monkeypatch.setattr(fast_path, "matmul_tflops", lambda device, dtype: seen.append((torch.get_num_threads(), dtype)) or 0.1)
@@ -330,7 +330,7 @@ def test_compile_plan_measures_each_peak_at_its_thread_count(monkeypatch):
 
 def test_bench_presets_are_one_list_in_the_help_and_the_errors(capsys):
     "at-bench --presets: its help and bench_plan's error name every preset bench_config accepts (the README runs task models too)."
-    from annotated_transformer.suite import bench_plan
+    from annotated_transformer.bench.bench_suite import bench_plan
     with pytest.raises(SystemExit): bench_main(["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert all(p in help_text for p in BENCH_PRESETS), help_text
@@ -351,9 +351,9 @@ def test_time_blocks_times_whole_blocks_in_turn():
 @pytest.fixture
 def toy_chart():
     "A tiny chart parser's vocabulary, config (span loss) and one batch of two gold trees."
-    from annotated_transformer.trees import parse_tree
-    from annotated_transformer.chart import ChartConfig
-    from annotated_transformer.chart_vocab import ChartVocab, chart_batch
+    from annotated_transformer.parsing.trees import parse_tree
+    from annotated_transformer.parsing.chart import ChartConfig
+    from annotated_transformer.parsing.chart_vocab import ChartVocab, chart_batch
     trees = [parse_tree("(TOP (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)))"),
              parse_tree("(TOP (S (NP (NNS Prices)) (VP (VBD rose) (ADVP (RB sharply))) (. .)))")]
     vocab = ChartVocab.from_trees(trees, min_count=1)
@@ -362,8 +362,8 @@ def toy_chart():
 
 
 def test_readable_chart_is_the_same_parser_with_nn_dropout(toy_chart):
-    from annotated_transformer.chart import ChartParser, ChartObjective
-    from annotated_transformer.attention import Dropout
+    from annotated_transformer.parsing.chart import ChartParser, ChartObjective
+    from annotated_transformer.architecture.attention import Dropout
     vocab, cfg, b = toy_chart
     torch.manual_seed(0); fast = ChartParser(cfg)
     readable = readable_chart(fast)
@@ -379,7 +379,7 @@ def test_readable_chart_is_the_same_parser_with_nn_dropout(toy_chart):
 
 
 def test_chart_step_speed_times_both_steps_over_the_same_batches(toy_chart):
-    from annotated_transformer.tasks import TaskData
+    from annotated_transformer.engine.tasks import TaskData
     vocab, cfg, b = toy_chart
     data = TaskData(train=[b] * 4, valid=None, tokenizer=vocab, model_config=cfg)
     r = chart_step_speed(data, steps=3, warm=1, rounds=2)

@@ -2,11 +2,11 @@
 at-parse reads its checkpoints (trees over exactly the input words, EVALB with --gold) and refuses bad input in one line."""
 import pytest
 import torch
-from annotated_transformer.cli import train_main, parse_main
-from annotated_transformer.checkpoint import load_checkpoint, CheckpointError, write_checkpoint
-from annotated_transformer.runs import read_metrics
-from annotated_transformer.loading import load_model
-from annotated_transformer.trees import parse_tree
+from annotated_transformer.commands.cli import train_main, parse_main
+from annotated_transformer.engine.checkpoint import load_checkpoint, CheckpointError, write_checkpoint
+from annotated_transformer.engine.runs import read_metrics
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.parsing.trees import parse_tree
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +61,8 @@ def test_parse_refuses_bad_input_in_one_line(trained, cli, tmp_path):
 
 def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tmp_path):
     "Several chart checkpoints parse as one ensemble (mean label log-probabilities); an ensemble of one model twice is that model."
-    from annotated_transformer.chart import chart_parse, ensemble_scores
-    from annotated_transformer.chart_vocab import chart_batch
+    from annotated_transformer.parsing.chart import chart_parse, ensemble_scores
+    from annotated_transformer.parsing.chart_vocab import chart_batch
     cks = sorted(trained.glob("ckpt_*.pt"))
     assert len(cks) >= 2
     models, vocab = load_model(cks[:2])
@@ -80,7 +80,7 @@ def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tm
     # the Python API checks its arguments; the command names the checkpoint that does not fit, in one line, and writes nothing
     with pytest.raises(ValueError, match="empty ensemble"): chart_parse([], vocab, sents)
     with pytest.raises(TypeError, match=r"model\[1\]: a str"): chart_parse([models[0], "x"], vocab, sents)
-    from annotated_transformer.chart_vocab import ChartVocab
+    from annotated_transformer.parsing.chart_vocab import ChartVocab
     with pytest.raises(ValueError, match=r"model\[0\]: sized for another vocabulary"):
         chart_parse(models, ChartVocab(vocab.words, vocab.chars, vocab.labels[:-1]), sents)
     ck = load_checkpoint(cks[0]); ck.tokenizer["words"] = ck.tokenizer["words"][:-1] + ["<other>"]
@@ -94,7 +94,7 @@ def test_an_ensemble_parses_and_refuses_parsers_that_do_not_fit(trained, cli, tm
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cky_on_cuda_equals_cpu():
-    from annotated_transformer.spans import cky
+    from annotated_transformer.parsing.spans import cky
     torch.manual_seed(0)
     s = torch.randn(4, 9, 9, 6); s[..., 0] = 0
     lengths = torch.tensor([8, 3, 1, 5])
@@ -120,7 +120,7 @@ def test_subword_words_train_and_parse(tmp_path, shared_data, cli):
 
 def test_span_loss_from_flat_scores_equals_the_chart():
     "Training's span loss reads the classifier's scores without filling the chart: the same loss and gradients as from the chart's cells."
-    from annotated_transformer.chart import ChartParser, ChartConfig, span_loss
+    from annotated_transformer.parsing.chart import ChartParser, ChartConfig, span_loss
     torch.manual_seed(0)
     model = ChartParser(ChartConfig(n_words=30, n_chars=20, n_labels=6, n_layers=1, d_model=16, n_heads=2, d_ff=32, d_label=8)).eval()
     B, N = 3, 7
@@ -139,9 +139,9 @@ def test_span_loss_from_flat_scores_equals_the_chart():
 
 def _chart_batch_one_cell_at_a_time(vocab, sentences, trees, max_chars=20):
     "chart_batch as it was first written: every row and cell filled one at a time (the reference for the faster one)."
-    from annotated_transformer.chart_vocab import PAD, UNK, BOS, EOS
-    from annotated_transformer.spans import tree_spans
-    from annotated_transformer.data import SubwordTokenizer
+    from annotated_transformer.parsing.chart_vocab import PAD, UNK, BOS, EOS
+    from annotated_transformer.parsing.spans import tree_spans
+    from annotated_transformer.training.data import SubwordTokenizer
     n, N = [len(s) for s in sentences], max(len(s) for s in sentences)
     units = [[vocab.units(w)[:max_chars] for w in s] for s in sentences]
     C = max(len(u) for us in units for u in us)
@@ -162,7 +162,7 @@ def _chart_batch_one_cell_at_a_time(vocab, sentences, trees, max_chars=20):
 @pytest.mark.parametrize("subwords", [0, 400])
 def test_chart_batch_equals_the_cell_by_cell_reference(subwords):
     "The batch built from whole rows equals the one filled cell by cell: words, characters or pieces, gold chart and spans."
-    from annotated_transformer.chart_vocab import ChartVocab, chart_batch
+    from annotated_transformer.parsing.chart_vocab import ChartVocab, chart_batch
     trees = [parse_tree(s) for s in [
         "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))",
         "(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
@@ -225,8 +225,8 @@ def test_chart_study_refuses_a_bad_command_line_in_one_line(tmp_path, monkeypatc
 
 def _tiny_chart_parsers(n=2):
     "A few trees, their vocabulary and `n` small untrained parsers of it (seeds 0..n-1)."
-    from annotated_transformer.chart_vocab import ChartVocab
-    from annotated_transformer.chart import ChartParser, ChartConfig
+    from annotated_transformer.parsing.chart_vocab import ChartVocab
+    from annotated_transformer.parsing.chart import ChartParser, ChartConfig
     trees = [parse_tree(s) for s in [
         "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))", "(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
         "(TOP (S (NP (PRP He)) (VP (VBD ate) (NP (DT an) (NN apple)) (PP (IN in) (NP (DT the) (NN park)))) (. .)))",
@@ -241,9 +241,9 @@ def _tiny_chart_parsers(n=2):
 
 def test_decoding_sums_count_with_eval_sums_what_parsing_counts(monkeypatch):
     "tools/chart_study.py decode and ensemble count brackets with the trainer's `ChartObjective.eval_sums`, as `chart_parse` + EVALB would."
-    from annotated_transformer.chart import ChartObjective, chart_parse
-    from annotated_transformer.chart_choices import decoding_sums, decoding_choices, ensemble_choices
-    from annotated_transformer.evalb import evalb, with_tags
+    from annotated_transformer.parsing.chart import ChartObjective, chart_parse
+    from annotated_transformer.parsing.chart_choices import decoding_sums, decoding_choices, ensemble_choices
+    from annotated_transformer.parsing.evalb import evalb, with_tags
     trees, vocab, (m1, m2) = _tiny_chart_parsers(2)
     calls, eval_sums = [], ChartObjective.eval_sums
     monkeypatch.setattr(ChartObjective, "eval_sums", lambda self, model, batch: calls.append(len(batch)) or eval_sums(self, model, batch))
@@ -260,8 +260,8 @@ def test_decoding_sums_count_with_eval_sums_what_parsing_counts(monkeypatch):
 
 def test_shifted_and_thresholded_charts():
     "A large constant on every non-empty label makes CKY bracket every span of a binary tree; a large negative one, only the root."
-    from annotated_transformer.spans import cky
-    from annotated_transformer.chart_choices import shift_labels, minus_threshold
+    from annotated_transformer.parsing.spans import cky
+    from annotated_transformer.parsing.chart_choices import shift_labels, minus_threshold
     torch.manual_seed(0)
     s = torch.randn(2, 7, 7, 4); s[..., 0] = 0
     lengths = torch.tensor([6, 3])
@@ -277,7 +277,7 @@ def test_choose_checkpoint_keeps_best_unless_clearly_beaten():
     "The rule of tools/chart_study.py average, and the choice its record holds."
     import json
     from pathlib import Path
-    from annotated_transformer.chart_choices import choose_checkpoint
+    from annotated_transformer.parsing.chart_choices import choose_checkpoint
     assert choose_checkpoint([89.90, 89.95, 90.0]) == 0 and choose_checkpoint([89.9, 90.01, 90.2, 90.0]) == 2
     assert choose_checkpoint([89.9, 89.95], margin=0) == 1
     rec = json.loads((Path(__file__).resolve().parents[1] / "results" / "ptb-chart" / "averaging.json").read_text())

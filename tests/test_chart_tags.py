@@ -5,11 +5,11 @@ import tempfile
 import pytest
 import torch
 from pathlib import Path
-from annotated_transformer.chart import ChartConfig, ChartParser, ChartObjective, chart_parse
-from annotated_transformer.chart_vocab import ChartVocab, chart_batch, chart_loader
-from annotated_transformer.config import TrainConfig
-from annotated_transformer.train import Trainer, seed_everything
-from annotated_transformer.trees import parse_tree
+from annotated_transformer.parsing.chart import ChartConfig, ChartParser, ChartObjective, chart_parse
+from annotated_transformer.parsing.chart_vocab import ChartVocab, chart_batch, chart_loader
+from annotated_transformer.engine.config import TrainConfig
+from annotated_transformer.engine.train import Trainer, seed_everything
+from annotated_transformer.parsing.trees import parse_tree
 
 TREES = [parse_tree(s) for s in [
     "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (NNS stars))) (. .)))",

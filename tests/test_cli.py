@@ -1,14 +1,14 @@
 "`at-train` as a user runs it: one command line for every task, help for every option, the copy task end to end."
 import json, os, shutil, subprocess, sys, pytest, torch
-from annotated_transformer.cli import train_argparser, parse_args, find_task, train_main
-from annotated_transformer.tasks import TASKS
-from annotated_transformer.checkpoint import load_checkpoint
-from annotated_transformer.copy_task import copy_accuracy
+from annotated_transformer.commands.cli import train_argparser, parse_args, find_task, train_main
+from annotated_transformer.engine.tasks import TASKS
+from annotated_transformer.engine.checkpoint import load_checkpoint
+from annotated_transformer.training.copy_task import copy_accuracy
 from conftest import assert_closing_lines
 
 def at_train(*args, cwd, timeout=900):
     exe = shutil.which("at-train")
-    cmd = [exe] if exe else [sys.executable, "-c", "import sys; from annotated_transformer.cli import train_main; sys.exit(train_main())"]
+    cmd = [exe] if exe else [sys.executable, "-c", "import sys; from annotated_transformer.commands.cli import train_main; sys.exit(train_main())"]
     return subprocess.run(cmd + list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
@@ -68,9 +68,9 @@ def test_unknown_option_is_an_error_with_usage(tmp_path, cli):
 
 def test_tasks_are_values_not_registrations():
     "Importing a module adds no task: TASKS is written out in tasks.py, parsing included, each with its description."
-    import importlib, annotated_transformer.parser, annotated_transformer.evaluation
+    import importlib, annotated_transformer.parsing.parser, annotated_transformer.engine.evaluation
     before = dict(TASKS)
-    for m in ("parser", "evaluation", "variations", "bench", "cli"): importlib.reload(importlib.import_module(f"annotated_transformer.{m}"))
+    for m in ("parsing.parser", "engine.evaluation", "translation.variations", "bench.benchmarks", "commands.cli"): importlib.reload(importlib.import_module(f"annotated_transformer.{m}"))
     assert TASKS == before and {"copy", "multi30k", "ptb", "ptb-small", "ptb-sample"} <= set(TASKS)
     assert all(len(t.description) > 10 and t.build.__name__ in ("build_data", "build_parsing_data", "build_chart_data") for t in TASKS.values())
     assert {"ptb-chart", "ptb-chart-sample"} <= set(TASKS)
@@ -86,7 +86,7 @@ def test_full_copy_run_reaches_99_percent(tmp_path):
 @pytest.mark.parametrize("opt", [["--max-steps", "0"], ["--max-steps", "-3"], ["--keep-last", "0"]])
 def test_config_checks_are_one_line_errors(opt, capsys):
     "A value the config itself refuses (TrainConfig.__post_init__) is a usage error, not a traceback."
-    from annotated_transformer.cli import parse_args
+    from annotated_transformer.commands.cli import parse_args
     with pytest.raises(SystemExit) as e: parse_args(["copy", *opt])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -95,7 +95,7 @@ def test_config_checks_are_one_line_errors(opt, capsys):
 
 def test_at_train_flushes_denormals_first(monkeypatch):
     "at-train turns on flush-to-zero before it reads its options (so before any worker thread starts); here the call is recorded."
-    import annotated_transformer.cli as cli
+    import annotated_transformer.commands.cli as cli
     calls = []
     monkeypatch.setattr(cli.torch, "set_flush_denormal", lambda on: calls.append(on) or True)
     with pytest.raises(SystemExit): cli.train_main(["no-such-task"])
@@ -125,9 +125,9 @@ def test_in_process_runs_leave_denormals_alone():
 # ---------------------------------------------------------------- issue 63: the commands agree
 
 import argparse, re, signal, time
-from annotated_transformer.cli import (translate_main, evaluate_main, parse_main, variations_main, bench_main, translate_parser,
+from annotated_transformer.commands.cli import (translate_main, evaluate_main, parse_main, variations_main, bench_main, translate_parser,
                                        evaluate_parser, parse_parser, variations_parser, bench_parser)
-from annotated_transformer.console import DEVICE_HELP, device_name
+from annotated_transformer.commands.console import DEVICE_HELP, device_name
 from conftest import run_entry
 
 COMMANDS = {  # console script -> (entry function, its parser)
@@ -236,7 +236,7 @@ class SigintAt:  # this process gets SIGINT as the import of {module!r} begins (
 sys.meta_path.insert(0, SigintAt())
 from {mod} import {func}; sys.exit({func}())"""
 
-@pytest.mark.parametrize("module", ["annotated_transformer.console", "argparse", "textwrap", "annotated_transformer.cli"])
+@pytest.mark.parametrize("module", ["annotated_transformer.commands.console", "argparse", "textwrap", "annotated_transformer.commands.cli"])
 def test_ctrl_c_in_the_first_milliseconds_is_one_line_and_130(tmp_path, module):
     """Ctrl-C while the entry point imports its own start-up module (`console`: argparse and a few more, milliseconds) was a
     traceback (issue 72: 7 times in 20 at 30-55 ms); an import hook sends the signal, so the moment is exact."""

@@ -2,12 +2,12 @@
 this machine measured compiled steps faster and paying back within half of the run; remembered per machine and model; printed
 once and recorded in checkpoints as 'on' or 'off'."""
 import json, pytest, torch
-from annotated_transformer import train as T, precision as PR
-from annotated_transformer.checkpoint import load_checkpoint
-from annotated_transformer.config import TransformerConfig, TrainConfig
-from annotated_transformer.data import copy_task_pairs
-from annotated_transformer.batching import make_loader
-from annotated_transformer.model import make_model
+from annotated_transformer.engine import train as T, precision as PR
+from annotated_transformer.engine.checkpoint import load_checkpoint
+from annotated_transformer.engine.config import TransformerConfig, TrainConfig
+from annotated_transformer.training.data import copy_task_pairs
+from annotated_transformer.training.batching import make_loader
+from annotated_transformer.architecture.model import make_model
 
 CPU = torch.device("cpu")
 

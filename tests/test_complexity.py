@@ -1,6 +1,6 @@
 "Table 1 (§4): layer formulas and measured path lengths."
 import math, pytest, torch
-from annotated_transformer.complexity import layer_flops, make_layer, influence, layers_to_connect, RestrictedSelfAttention, SelfAttentionCore
+from annotated_transformer.architecture.why_self_attention import layer_flops, make_layer, influence, layers_to_connect, RestrictedSelfAttention, SelfAttentionCore
 
 def test_flops_crossover_at_n_equals_d():
     assert layer_flops("self-attention", 256, 256) == layer_flops("recurrent", 256, 256)

@@ -2,11 +2,11 @@
 import pytest, torch
 from pathlib import Path
 ct2_mod = pytest.importorskip("ctranslate2")
-from annotated_transformer import ct2
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.model import make_model
-from annotated_transformer.checkpoint import save_model, CheckpointError
-from annotated_transformer.data import SubwordTokenizer
+from annotated_transformer.bench import ctranslate2 as ct2
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.engine.checkpoint import save_model, CheckpointError
+from annotated_transformer.training.data import SubwordTokenizer
 
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
@@ -46,7 +46,7 @@ def test_a_shipped_model_exports_and_translates_as_ours(tmp_path):
     "export_ctranslate2 takes a shipped model's directory (pretrained/NAME) as it takes a checkpoint; CTranslate2 then translates as we do."
     shipped = Path(__file__).resolve().parents[1] / "pretrained" / "multi30k-de-en"
     if not (shipped / "config.json").is_file(): pytest.skip(f"{shipped}: not shipped here")
-    from annotated_transformer.shipped import pretrained
+    from annotated_transformer.engine.shipped_models import pretrained
     out = ct2.export_ctranslate2(shipped, tmp_path / "model")
     lines = ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Fahrrad."]
     translator, tok = ct2.load_ct2(out)

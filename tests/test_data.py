@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer.data import Corpus, SubwordTokenizer, copy_task_pairs, encode_pairs, read_lines, read_parallel, default_data_dir, fetch, sha256_file
-from annotated_transformer.recipes import MULTI30K_SHA256, download_multi30k, load_recipe
-from annotated_transformer.batching import TokenBatchSampler, ShardedTokenBatchSampler, collate, make_loader
+from annotated_transformer.training.data import Corpus, SubwordTokenizer, copy_task_pairs, encode_pairs, read_lines, read_parallel, default_data_dir, fetch, sha256_file
+from annotated_transformer.engine.recipes import MULTI30K_SHA256, download_multi30k, load_recipe
+from annotated_transformer.training.batching import TokenBatchSampler, ShardedTokenBatchSampler, collate, make_loader
 
 MULTI30K = default_data_dir() / "multi30k"
 needs_multi30k = pytest.mark.skipif(not (MULTI30K / "train.de.gz").is_file(),
@@ -306,9 +306,9 @@ def _run_notebook(tmp_path, cells):
 
 
 def test_skip_rest_without_skips_only_when_the_data_is_missing(tmp_path):
-    from annotated_transformer.data import skip_rest_without
+    from annotated_transformer.training.data import skip_rest_without
     (tmp_path / "here.txt").write_text("x")
-    head = "from annotated_transformer.data import skip_rest_without\n"
+    head = "from annotated_transformer.training.data import skip_rest_without\n"
     fail = "raise AssertionError('a cell after the check ran')"
     # missing: the later cells do not run, so the notebook passes; present: they run, and the failing cell fails it
     assert _run_notebook(tmp_path, [head + f"skip_rest_without(lambda: open({str(tmp_path / 'gone.txt')!r}), 'X')", fail])

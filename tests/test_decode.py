@@ -3,16 +3,16 @@ import random, subprocess, sys
 from dataclasses import asdict
 from pathlib import Path
 import pytest
-from annotated_transformer.checkpoint import CheckpointError, save_model
-from annotated_transformer.cli import translate_main
+from annotated_transformer.engine.checkpoint import CheckpointError, save_model
+from annotated_transformer.commands.cli import translate_main
 import torch
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.model import make_model
-from annotated_transformer.attention import padding_mask
-from annotated_transformer.data import SubwordTokenizer
-from annotated_transformer.decode import DecodingConstraint, DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
-from annotated_transformer.inference import bleu_scores, plot_attention, translate
-from annotated_transformer.loading import load_model
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.architecture.attention import padding_mask
+from annotated_transformer.training.data import SubwordTokenizer
+from annotated_transformer.training.decode import DecodingConstraint, DecoderState, beam_search, greedy_decode, hypotheses_to_tensor, length_limit, score_hypothesis
+from annotated_transformer.translation.inference import bleu_scores, plot_attention, translate
+from annotated_transformer.engine.loading import load_model
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -91,7 +91,7 @@ def test_dropping_finished_sentences_keeps_every_hypothesis(cache, early_stop):
 @pytest.mark.parametrize("attention", ["bahdanau", "luong-general", "local-p"])
 def test_dropping_finished_sentences_rnn(attention):
     "The RNN's own cache (state, input feed, attention keys) keeps the rows that stay."
-    from annotated_transformer.rnn import RNNConfig, make_rnn
+    from annotated_transformer.before.background import RNNConfig, make_rnn
     torch.manual_seed(0)
     model = make_rnn(RNNConfig.tiny(src_vocab_size=20, tgt_vocab_size=20, attention=attention)).eval()
     src, kpm = sources(B=8)
@@ -153,7 +153,7 @@ def run_dir(tmp_path_factory):
 
 def at_translate(*args, stdin=None):
     "The real command in a fresh interpreter (one test); the others call `translate_main` in-process through `cli`."
-    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import translate_main; sys.exit(translate_main())", *map(str, args)]
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.commands.cli import translate_main; sys.exit(translate_main())", *map(str, args)]
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
 
@@ -220,7 +220,7 @@ def test_attention_axes_labelled_with_right_tokens(run_dir):
 
 def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path, cli):
     "`at-train` writes checkpoints with the trainer's keys (model_config, embedded tokenizer): at-translate must read them."
-    from annotated_transformer.checkpoint import save_checkpoint, make_checkpoint
+    from annotated_transformer.engine.checkpoint import save_checkpoint, make_checkpoint
     model, tok = load_model(run_dir / "checkpoint.pt")
     state = make_checkpoint(model, step=3, train_config={}, tokenizer=tok)
     (tmp_path / "trainer_run").mkdir()  # the trainer creates it (check_writable) before saving

@@ -1,9 +1,9 @@
 """Two gloo processes on CPU == one process on the same global batch; disagreeing ranks fail; CUDA/NCCL when present."""
 import pytest
 import torch
-from annotated_transformer.data import copy_task_pairs
-from annotated_transformer.batching import ShardedTokenBatchSampler
-from annotated_transformer.distributed import launch_local, ddp_copy_run, _disagreeing_demo, init_distributed
+from annotated_transformer.training.data import copy_task_pairs
+from annotated_transformer.training.batching import ShardedTokenBatchSampler
+from annotated_transformer.engine.distributed import launch_local, ddp_copy_run, _disagreeing_demo, init_distributed
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available() or not torch.distributed.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
@@ -31,7 +31,7 @@ def test_disagreeing_ranks_fail_with_the_field():
 
 def test_ranks_refuse_another_runs_directory_together(tmp_path):
     "A new DDP run over a run's checkpoints fails on every rank at once: rank 0 names why, the others point to rank 0 (no hang)."
-    from annotated_transformer.checkpoint import list_checkpoints
+    from annotated_transformer.engine.checkpoint import list_checkpoints
     ddp_copy_run(steps=1, run_dir=str(tmp_path))  # one process leaves a run (its final checkpoint) in tmp_path
     assert list_checkpoints(tmp_path)
     with pytest.raises(RuntimeError, match=r"rank 0: .*continue it with --resume.*; rank 1: TrainingError: rank 0 refused run_dir"):
@@ -60,7 +60,7 @@ def test_cuda_precisions_train(tmp_path, precision):
 def test_nccl_two_gpus_run_copy(tmp_path):
     import subprocess, sys
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                        "-m", "annotated_transformer.cli", "copy", "--device", "cuda", "--max_steps", "50",
+                        "-m", "annotated_transformer.commands.cli", "copy", "--device", "cuda", "--max_steps", "50",
                         "--run_dir", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "latest").is_file()
@@ -68,8 +68,8 @@ def test_nccl_two_gpus_run_copy(tmp_path):
 
 def _tokenizer_of_this_rank(data_dir: str, run_dir: str):
     "Under a process group: build the translation task's data as at-train does; the tokenizer each rank ends up with."
-    from annotated_transformer.tasks import task_preset, build_data
-    from annotated_transformer.distributed import init_distributed
+    from annotated_transformer.engine.tasks import task_preset, build_data
+    from annotated_transformer.engine.distributed import init_distributed
     info = init_distributed("cpu")
     m, t, d = task_preset("multi30k")
     d.data_dir, d.download, d.vocab_size, t.run_dir = data_dir, False, 320, run_dir

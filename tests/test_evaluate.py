@@ -2,9 +2,9 @@
 import json
 import pytest
 from conftest import write_tiny_multi30k, assert_closing_lines
-from annotated_transformer.checkpoint import Checkpoint, load_checkpoint
-from annotated_transformer.cli import train_main, evaluate_main
-from annotated_transformer.translation import paper_bleu, paper_tokenize
+from annotated_transformer.engine.checkpoint import Checkpoint, load_checkpoint
+from annotated_transformer.commands.cli import train_main, evaluate_main
+from annotated_transformer.translation.translation import paper_bleu, paper_tokenize
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
@@ -59,8 +59,9 @@ def test_paper_tokenization():
 
 def test_evaluate_ships_the_chosen_model(tmp_path, data_dir, cli, monkeypatch):
     "`at-evaluate --ship NAME`: the checkpoint it chose ships, in the smallest precision that reproduces its test BLEU, loadable by name."
-    from annotated_transformer import checkpoint, pretrained
-    from annotated_transformer.cli import translate_main
+    from annotated_transformer.engine import checkpoint
+    from annotated_transformer import pretrained
+    from annotated_transformer.commands.cli import translate_main
     monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path / "shipped"))
     # the launcher decides the kind once: a save that asked the registry again would fail here
     monkeypatch.setattr(checkpoint, "kind_of", lambda *a, **k: pytest.fail("make_checkpoint decided the kind again"))

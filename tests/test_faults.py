@@ -6,13 +6,13 @@ from dataclasses import asdict
 from pathlib import Path
 import pytest, torch
 from conftest import write_tiny_multi30k
-from annotated_transformer.cli import train_main, translate_main, evaluate_main
-from annotated_transformer.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint,
+from annotated_transformer.commands.cli import train_main, translate_main, evaluate_main
+from annotated_transformer.engine.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint,
                                               save_checkpoint, make_checkpoint, write_checkpoint)
-from annotated_transformer.config import TransformerConfig, TrainConfig, config_from_dict
-from annotated_transformer.rnn import RNNConfig
-from annotated_transformer.model import make_model
-from annotated_transformer.decode import beam_search, greedy_decode
+from annotated_transformer.engine.config import TransformerConfig, TrainConfig, config_from_dict
+from annotated_transformer.before.background import RNNConfig
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.training.decode import beam_search, greedy_decode
 
 REPO = Path(__file__).resolve().parents[1]
 COPY = ["--max-steps", "2", "--copy-n", "100", "--n-valid", "10", "--eval-every", "0", "--no-progress", "--device", "cpu",
@@ -39,7 +39,7 @@ def test_second_at_train_on_a_run_dir_is_refused_and_a_dead_holder_does_not_bloc
     run = tmp_path / "run"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from annotated_transformer.runs import lock_run
+        from annotated_transformer.engine.runs import lock_run
         lock_run({str(run)!r}, "at-train copy --run-dir {run}"); print("held", flush=True); time.sleep(120)""")],
         env=env(), stdout=subprocess.PIPE, text=True)
     try:
@@ -58,12 +58,12 @@ def test_second_at_train_on_a_run_dir_is_refused_and_a_dead_holder_does_not_bloc
 def test_a_lock_released_while_another_opens_it_is_held_once(tmp_path):
     """The race of issue 72: B opens `.lock`, A releases it (unlink, close), B's flock then takes the unlinked file, and C,
     finding no file, makes a new one and locks that: two holders. B must see that its file is gone and lock the new one."""
-    from annotated_transformer.runs import lock_run, unlock_run, RunInUseError
+    from annotated_transformer.engine.runs import lock_run, unlock_run, RunInUseError
     run = tmp_path / "run"
     lock_run(run, "A")  # A: this process
     b = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import fcntl, sys, time
-        from annotated_transformer.runs import lock_run
+        from annotated_transformer.engine.runs import lock_run
         real, first = fcntl.flock, [True]
         def flock(fd, op):  # B has opened the lock file: wait for A to release it, then lock what was opened
             if first: first.clear(); print("opened", flush=True); sys.stdin.readline()
@@ -131,7 +131,7 @@ def test_resume_skips_a_checkpoint_with_nan_weights(copy_run, cli):
     assert load_checkpoint(copy_run).step == 3
 
 def test_every_writer_stores_a_checksum(copy_run, tmp_path):
-    from annotated_transformer.checkpoint import save_model, average_checkpoints, state_checksum
+    from annotated_transformer.engine.checkpoint import save_model, average_checkpoints, state_checksum
     raw = torch.load(list_checkpoints(copy_run)[-1], weights_only=True)
     assert raw["checksum"] == state_checksum(raw)  # the trainer's
     save_model(make_model(TransformerConfig.tiny()), tmp_path / "m.pt")
@@ -150,9 +150,9 @@ resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
 
 def test_a_full_disk_names_the_file_and_leaves_no_torn_checkpoint(tmp_path):
     code = FULL_DISK.format(limit=20000) + textwrap.dedent(f"""
-        from annotated_transformer.checkpoint import save_checkpoint, make_checkpoint
-        from annotated_transformer.config import TransformerConfig
-        from annotated_transformer.model import make_model
+        from annotated_transformer.engine.checkpoint import save_checkpoint, make_checkpoint
+        from annotated_transformer.engine.config import TransformerConfig
+        from annotated_transformer.architecture.model import make_model
         try: save_checkpoint(make_checkpoint(make_model(TransformerConfig.tiny()), step=1), {str(tmp_path)!r}, 1)
         except OSError as e: print(e); sys.exit(3)""")
     r = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True)
@@ -162,7 +162,7 @@ def test_a_full_disk_names_the_file_and_leaves_no_torn_checkpoint(tmp_path):
 
 def test_a_full_disk_leaves_no_empty_tokenizer(tmp_path):
     code = FULL_DISK.format(limit=3000) + textwrap.dedent(f"""
-        from annotated_transformer.data import SubwordTokenizer
+        from annotated_transformer.training.data import SubwordTokenizer
         tok = SubwordTokenizer.train(["ein mann läuft auf dem gras", "ein hund sitzt im park"] * 50, vocab_size=300)
         try: tok.save({str(tmp_path / 'tok')!r})
         except OSError as e: print(e); sys.exit(3)""")
@@ -173,7 +173,7 @@ def test_a_full_disk_leaves_no_empty_tokenizer(tmp_path):
 
 def test_at_bench_finds_an_unwritable_out_before_benchmarking(tmp_path):
     code = FULL_DISK.format(limit=1) + textwrap.dedent(f"""
-        from annotated_transformer.cli import bench_main
+        from annotated_transformer.commands.cli import bench_main
         sys.exit(bench_main(["--presets", "tiny", "--benchmarks", "train", "--reps", "1", "--out", {str(tmp_path / 'b.json')!r}]))""")
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", code], env=env(), capture_output=True, text=True)
@@ -207,7 +207,7 @@ def test_sigterm_during_at_evaluate_leaves_the_earlier_results_whole(tmp_path, c
     assert sorted(x.name for x in out.iterdir()) == sorted(before)
 
 def test_write_result_set_replaces_all_files_together(tmp_path):
-    from annotated_transformer.evaluation import write_result_set
+    from annotated_transformer.engine.evaluation import write_result_set
     write_result_set(tmp_path, {"a.txt": "1\n", "b.json": b"{}"})
     (tmp_path / ".partial-999999999").mkdir()  # what a process killed with SIGKILL left (that pid is not alive)
     write_result_set(tmp_path, {"a.txt": "2\n", "b.json": b"[]"})
@@ -230,7 +230,7 @@ def test_ctrl_c_while_starting_is_one_line():
     assert r.returncode == 130 and r.stderr.strip() == "at-train: interrupted while starting", r.stderr
 
 def test_console_scripts_point_at_the_guarded_entries():
-    import configparser, annotated_transformer, annotated_transformer.cli as cli
+    import configparser, annotated_transformer, annotated_transformer.commands.cli as cli
     cfg = configparser.ConfigParser(); cfg.read(REPO / "settings.ini")
     scripts = dict(s.split("=") for s in cfg["DEFAULT"]["console_scripts"].split())
     assert set(scripts) == {"at-train", "at-translate", "at-evaluate", "at-parse", "at-variations", "at-bench"}
@@ -306,7 +306,7 @@ def test_a_signal_during_the_publishing_renames_waits_for_them(tmp_path, monkeyp
     place: Python runs the handler in the main thread at once, so blocking the signal in this thread did not hold it; every file is
     replaced before it acts."""
     import os, threading, time
-    import annotated_transformer.evaluation as E
+    import annotated_transformer.engine.evaluation as E
     E.write_result_set(tmp_path, {"a.txt": "old\n", "b.txt": "old\n"})
     other = threading.Thread(target=time.sleep, args=(3,), daemon=True); other.start()
     real, into_out = os.replace, []
@@ -327,7 +327,7 @@ def test_a_signal_during_the_publishing_renames_waits_for_them(tmp_path, monkeyp
 def test_evaluate_checks_its_output_before_decoding_and_leaves_nothing(tmp_path, monkeypatch):
     "A full disk at --out is found before any decoding, and the directory at-evaluate made for it is gone again."
     import errno
-    import annotated_transformer.checkpoint as C, annotated_transformer.evaluation as E
+    import annotated_transformer.engine.checkpoint as C, annotated_transformer.engine.evaluation as E
     run = tmp_path / "run"; run.mkdir(); (run / "metrics.jsonl").write_text("")
     monkeypatch.setattr(E, "training_summary", lambda d: {})
     decoded = []
@@ -343,14 +343,14 @@ def test_evaluate_checks_its_output_before_decoding_and_leaves_nothing(tmp_path,
 @pytest.mark.parametrize("content", [b"hello\n", bytes(range(256)) * 2])
 def test_an_unreadable_checkpoint_is_one_line_without_pytorchs_text(tmp_path, content):
     "A text file or random bytes given as a checkpoint: one line naming the file, not PyTorch's pages-long (and cut) message."
-    from annotated_transformer.checkpoint import load_checkpoint, CheckpointError
+    from annotated_transformer.engine.checkpoint import load_checkpoint, CheckpointError
     p = tmp_path / "notes.pt"; p.write_bytes(content)
     with pytest.raises(CheckpointError) as e: load_checkpoint(p)
     msg = str(e.value)
     assert msg.startswith(f"{p}: not a readable checkpoint") and "\n" not in msg and "weights_only" not in msg and "torch.load" not in msg, msg
 
 def test_a_missing_run_says_to_train_it_first(tmp_path):
-    from annotated_transformer.checkpoint import load_checkpoint, CheckpointError
+    from annotated_transformer.engine.checkpoint import load_checkpoint, CheckpointError
     with pytest.raises(CheckpointError, match="checkpoint not found .*train it first"): load_checkpoint(tmp_path / "runs" / "ptb-sample")
 
 # ---------------------------------------------------------------- issue 72: a refused pickle is our one line, not torch's warning first

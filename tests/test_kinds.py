@@ -6,11 +6,11 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from annotated_transformer.config import TrainConfig
-from annotated_transformer.kinds import KINDS, ModelKind, register, kind_of, kind_named
-from annotated_transformer.checkpoint import load_checkpoint
-from annotated_transformer.runs import read_metrics
-from annotated_transformer.train import Trainer, seed_everything
+from annotated_transformer.engine.config import TrainConfig
+from annotated_transformer.engine.kinds import KINDS, ModelKind, register, kind_of, kind_named
+from annotated_transformer.engine.checkpoint import load_checkpoint
+from annotated_transformer.engine.runs import read_metrics
+from annotated_transformer.engine.train import Trainer, seed_everything
 
 # ---------------------------------------------------------------- the toy kind: what a new module would hold
 
@@ -148,7 +148,7 @@ def test_the_trainer_checks_a_resumed_toy_run_against_its_config(toy, tmp_path):
     toy_trainer(tmp_path, max_steps=2).fit()
     cfg = ToyConfig(d_model=8)
     tcfg = TrainConfig(max_steps=4, device="cpu", run_dir=str(tmp_path), progress=False, resume=True)
-    from annotated_transformer.train import TrainingError
+    from annotated_transformer.engine.train import TrainingError
     with pytest.raises(TrainingError, match=r"another model config .*'d_model': \(8, 16\)"):
         Trainer(toy.build(cfg), tcfg, ToyLoader(*data(64, 0)), objective=toy.make_objective(cfg, None))
 
@@ -156,7 +156,7 @@ def test_the_trainer_checks_a_resumed_toy_run_against_its_config(toy, tmp_path):
 def test_the_trainer_names_no_kind_of_model():
     "The trainer asks the objective: it reads no batch field, no model part and no model class, and has one path for all kinds."
     import inspect
-    from annotated_transformer import train
+    from annotated_transformer.engine import train
     src = inspect.getsource(train)
     for word in ("tgt_out", "pad_idx", ".generator", "Transformer", "ChartObjective", "self.objective is None", "self.objective is not None"):
         assert word not in src, word

@@ -24,7 +24,7 @@ def exported(tmp_path_factory):
     try: live_parity.data_dir()
     except Exception as e: pytest.skip(f'no data directory: {e}')
     if not (live_parity.data_dir()/'multi30k'/'test_2016_flickr.de.gz').exists(): pytest.skip('Multi30k test2016 is missing')
-    from annotated_transformer.onnx_export import export_site_models
+    from annotated_transformer.bench.onnx_export import export_site_models
     out = tmp_path_factory.mktemp('live')
     export_site_models(out, names=('multi30k-de-en',))
     return out

@@ -59,7 +59,7 @@ def _run(page, box, text, button='.live-go', until='Translated|Parsed|Your sente
 
 @pytest.fixture(scope='module')
 def python_models():
-    from annotated_transformer.shipped import pretrained
+    from annotated_transformer.engine.shipped_models import pretrained
     return dict(de_en=pretrained('multi30k-de-en'), parser=pretrained('ptb-chart'))
 
 

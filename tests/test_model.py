@@ -1,11 +1,11 @@
 "Foundation tests: parity with torch.nn, causality, padding invariance, gradients, tying, checkpoints, bad input."
 import io, pytest, torch, torch.nn as nn
 from dataclasses import asdict
-from annotated_transformer.config import TransformerConfig, config_from_dict
-from annotated_transformer.attention import MultiHeadAttention, attention, causal_mask, padding_mask, merge_masks, copy_to_torch_mha
-from annotated_transformer.layers import EncoderLayer, DecoderLayer, copy_to_torch_layer
-from annotated_transformer.embeddings import PositionalEncoding
-from annotated_transformer.model import make_model, count_parameters
+from annotated_transformer.engine.config import TransformerConfig, config_from_dict
+from annotated_transformer.architecture.attention import MultiHeadAttention, attention, causal_mask, padding_mask, merge_masks, copy_to_torch_mha
+from annotated_transformer.architecture.layers import EncoderLayer, DecoderLayer, copy_to_torch_layer
+from annotated_transformer.architecture.embeddings import PositionalEncoding
+from annotated_transformer.architecture.model import make_model, count_parameters
 
 torch.set_num_threads(1)
 
@@ -163,7 +163,7 @@ def test_no_nan_with_fully_padded_row():
 
 def test_dropout_fast_path_is_dropout():
     "The CPU fast path of `Dropout` (02_layers): the kept share and unbiased mean of F.dropout, gradients only through what it keeps, one mask per seed."
-    from annotated_transformer.attention import Dropout
+    from annotated_transformer.architecture.attention import Dropout
     for p in (0.1, 0.3, 0.5):
         torch.manual_seed(0)
         x = torch.randn(400, 500, requires_grad=True)
@@ -190,7 +190,7 @@ def test_dropout_fast_path_is_dropout():
 
 def test_dropout_compiles_to_f_dropout():
     "Under torch.compile, `Dropout` is F.dropout (fused by inductor): the compiled model runs and keeps about 1-p of its input."
-    from annotated_transformer.attention import Dropout
+    from annotated_transformer.architecture.attention import Dropout
     f = torch.compile(Dropout(0.1), backend="eager")
     torch.manual_seed(0)
     y = f(torch.ones(300, 300))
@@ -200,7 +200,7 @@ def test_dropout_compiles_to_f_dropout():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_dropout_on_cuda_is_f_dropout():
-    from annotated_transformer.attention import Dropout
+    from annotated_transformer.architecture.attention import Dropout
     x = torch.ones(100, 100, device="cuda")
     torch.manual_seed(0); a = Dropout(0.2)(x)
     torch.manual_seed(0); b = torch.nn.functional.dropout(x, 0.2, True)

@@ -11,16 +11,16 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
-from annotated_transformer.checkpoint import make_checkpoint
-from annotated_transformer.shipped import write_shipped
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.data import SubwordTokenizer
-from annotated_transformer.decode import greedy_decode
-from annotated_transformer.inference import encode_sources
-from annotated_transformer.model import make_model
-from annotated_transformer.rnn import RNNConfig, make_rnn
-from annotated_transformer.shipped import pretrained, shipped_path
-from annotated_transformer.onnx_export import export_translator, onnx_sessions, onnx_greedy_decode
+from annotated_transformer.engine.checkpoint import make_checkpoint
+from annotated_transformer.engine.shipped_models import write_shipped
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.training.data import SubwordTokenizer
+from annotated_transformer.training.decode import greedy_decode
+from annotated_transformer.translation.inference import encode_sources
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.before.background import RNNConfig, make_rnn
+from annotated_transformer.engine.shipped_models import pretrained, shipped_path
+from annotated_transformer.bench.onnx_export import export_translator, onnx_sessions, onnx_greedy_decode
 
 TOL = 1e-3
 

@@ -10,11 +10,11 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
-from annotated_transformer.chart import chart_parse
-from annotated_transformer.evalb import evalb, with_tags
-from annotated_transformer.onnx_parser import export_parser, onnx_parse, parser_inputs
-from annotated_transformer.shipped import pretrained, shipped_names
-from annotated_transformer.trees import parse_tree, ptb_trees
+from annotated_transformer.parsing.chart import chart_parse
+from annotated_transformer.parsing.evalb import evalb, with_tags
+from annotated_transformer.bench.onnx_parser import export_parser, onnx_parse, parser_inputs
+from annotated_transformer.engine.shipped_models import pretrained, shipped_names
+from annotated_transformer.parsing.trees import parse_tree, ptb_trees
 
 REPO = Path(__file__).resolve().parents[1]
 TOL = 1e-3

@@ -6,10 +6,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from annotated_transformer.config import TrainConfig, TransformerConfig
-from annotated_transformer.model import make_model
-from annotated_transformer.loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy, chunked_label_smoothed_cross_entropy, smooth_targets
-from annotated_transformer.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, adam_kwargs, ADAM_IMPLS, cooldown
+from annotated_transformer.engine.config import TrainConfig, TransformerConfig
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.training.loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, label_smoothed_cross_entropy, chunked_label_smoothed_cross_entropy, smooth_targets
+from annotated_transformer.training.optim import make_optimizer, make_optimizer_and_scheduler, make_scheduler, noam_lr, adam_impl, adam_kwargs, ADAM_IMPLS, cooldown
 
 
 def equation_3(step, d_model, warmup):  # the paper's formula, typed in independently of noam_lr

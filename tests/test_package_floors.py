@@ -11,7 +11,7 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "annotated_transformer"
 
 # Each module's floor: it may import only modules on lower floors. The README draws the same house.
 FLOORS = {
-    "attention": 0, "rnn": 0, "data": 0, "batching": 0, "optim": 0, "loss": 0, "complexity": 0,
+    "attention": 0, "background": 0, "data": 0, "batching": 0, "optim": 0, "loss": 0, "why_self_attention": 0,
     "bleu": 0,                                     # BLEU by hand: clipped n-gram precisions, brevity penalty (10a)
     "layers": 1, "embeddings": 1, "trees": 1,     # the paper's core (dropout from attention), and treebank files
     "model": 2, "evalb": 2, "spans": 2,           # spans: a tree as labelled spans, and CKY (19a)
@@ -24,7 +24,7 @@ FLOORS = {
     "parser": 3.25,                                # the sequence-to-sequence parser: vocabularies, TreeConstraint, parse (19)
     "kinds": 3.5,                                  # the registry of model kinds: builds, decodes (inference, parser, chart)
     "chart_choices": 4,                            # the chart parser's decoding and checkpoint choices (20a)
-    "checkpoint": 4, "sentiment": 4,               # one checkpoint format, which names each model's kind
+    "checkpoint": 4, "attention_classifier": 4,               # one checkpoint format, which names each model's kind
     "loading": 4.5,                                # load_model: a trained model ready to use, as its kind serves it (24a)
     "runs": 5,                                     # run records
     "parsing_runs": 6,                             # either parser's checkpoint loaded, at-parse's files, a parsing run evaluated (31b)
@@ -34,13 +34,13 @@ FLOORS = {
     "distributed": 8, "memory_budget": 8,          # memory_budget: the largest batch that fits a GPU (27a)
     "recipes": 7.5,                                # each corpus by name, and the Multi30k download (28a)
     "tasks": 8,                                    # every task as values, with its data builder
-    "evaluation": 9, "bench": 9,                  # evaluation: at-evaluate's driver (31); bench measures the tasks' models
-    "ct2": 10,                                     # a translation checkpoint exported to CTranslate2 (loads through evaluation)
-    "variations": 10, "suite": 11, "fast_path": 10, "op_profile": 10, "scaling": 10,                # suite runs every benchmark of bench
+    "evaluation": 9, "benchmarks": 9,                  # evaluation: at-evaluate's driver (31); bench measures the tasks' models
+    "ctranslate2": 10,                                     # a translation checkpoint exported to CTranslate2 (loads through evaluation)
+    "variations": 10, "bench_suite": 11, "fast_path": 10, "op_profile": 10, "scaling": 10,                # suite runs every benchmark of bench
     "launch": 10,                                  # what at-train does: data, model, Trainer, report
     "table3": 11,                                  # reads the grids of variations: beside the paper, seeds, verdicts
     "grid": 11,                                    # runs the grid of variations: each row through the Trainer, table3.csv (31a)
-    "shipped": 11,                                 # the shipped models by name: loads through checkpoint, uses inference and parser
+    "shipped_models": 11,                                 # the shipped models by name: loads through checkpoint, uses inference and parser
     "onnx_export": 11.5,                           # the shipped translators as ONNX graphs for the page: loads through shipped
     "onnx_parser": 11.75,                          # the shipped chart parser as an ONNX graph: uses onnx_export's weight tools
     "console": 11.5,                               # the commands' plumbing: signals from the first moment, one-line errors, help, --device
@@ -61,8 +61,39 @@ def _parsed(text: str) -> ast.Module: return ast.parse(text)
 def tree(path: pathlib.Path) -> ast.Module: return _parsed(path.read_text(encoding="utf-8"))
 
 def modules(pkg: pathlib.Path = PKG) -> list[pathlib.Path]:
-    "The package's modules: every .py file but `__init__` (written by hand) and `_modidx` (nbdev's index)."
-    return sorted(p for p in pkg.glob("*.py") if p.stem not in ("__init__", "_modidx"))
+    "The package's modules: every .py file, in its subpackages too, but `__init__`s (written by hand) and `_modidx` (nbdev's index)."
+    return sorted(p for p in pkg.rglob("*.py") if p.stem not in ("__init__", "_modidx"))
+
+@functools.lru_cache(maxsize=None)
+def _dotted(pkg: pathlib.Path = PKG) -> dict[str, str]:
+    "Each module's dotted name inside the package (`engine.config`) -> its name in the rules, its stem (`config`): stems are unique."
+    return {".".join(p.relative_to(pkg).with_suffix("").parts): p.stem for p in modules(pkg)}
+
+def _rel(p: pathlib.Path, pkg: pathlib.Path = PKG) -> str:
+    "A file as messages name it: its path inside the package (`engine/config.py`)."
+    return p.relative_to(pkg).as_posix()
+
+def _module_file(pkg: pathlib.Path, stem: str) -> pathlib.Path:
+    "The file of the module a rule names by its stem."
+    return next(p for p in modules(pkg) if p.stem == stem)
+
+def _inside(path: pathlib.Path, pkg: pathlib.Path, level: int, module: str | None) -> str | None:
+    "What `from {'.' * level}{module} import` in `path` reaches, as a dotted name inside the package ('' for the package)."
+    here = list(path.relative_to(pkg).parent.parts)
+    if level - 1 > len(here): return None
+    return ".".join(here[:len(here) - (level - 1)] + (module.split(".") if module else []))
+
+def _absolute(name: str | None, pkg: pathlib.Path) -> str | None:
+    "A dotted name inside the package for an absolute `pkg` or `pkg.x.y`; None for anything else."
+    if name == pkg.name: return ""
+    return name[len(pkg.name) + 1:] if name and name.startswith(pkg.name + ".") else None
+
+def _reached(dotted: str | None, names, pkg: pathlib.Path) -> list[tuple[str, str | None]]:
+    "(module, name imported or None) for `from <dotted> import names`: the module itself, or each name that is a module of it."
+    mods = _dotted(pkg)
+    if dotted is None: return []
+    if dotted in mods: return [(mods[dotted], None)]
+    return [(mods[d], a) for a in names if (d := f"{dotted}.{a}".lstrip(".")) in mods]
 
 def _names_called(call: ast.Call) -> str:
     "The name a call calls: `f` of `f(...)` and of `a.b.f(...)`; '' for anything else."
@@ -92,35 +123,45 @@ def _private(name: str) -> bool: return name.startswith("_") and not (name.start
 
 # ---------------------------------------------------------------- 1. modules import only downward
 
-def _module_string(pkg: pathlib.Path) -> re.Pattern:
-    "A string that names a package module, as `importlib` or a registry reads it: `pkg.x`, `pkg.x.name` or `pkg.x:name`."
-    return re.compile(rf"{pkg.name}\.(\w+)(?:[.:]([\w.]+))?")
+def _module_string(pkg: pathlib.Path):
+    """A reader of a string that names a package module, as `importlib` or a registry reads it: `pkg.x`, `pkg.x.name` or
+    `pkg.x:name` (`x` dotted, `pkg.engine.config:name`): it gives (module, the name after it or None), or None."""
+    mods, whole = _dotted(pkg), re.compile(rf"{pkg.name}\.([\w.]+)(?::([\w.]+))?")
+    def named(s: str):
+        m = whole.fullmatch(s)
+        if not m: return None
+        parts = m.group(1).split(".")
+        for i in range(len(parts), 0, -1):
+            if ".".join(parts[:i]) in mods:
+                return mods[".".join(parts[:i])], ".".join(parts[i:] + [m.group(2)] * bool(m.group(2))) or None
+        return None
+    return named
 
 def import_sites(path: pathlib.Path, pkg: pathlib.Path = PKG) -> list[tuple[str | None, int, str]]:
     """(module, line, how) for each package module a file reaches, at its top or inside a function: `from .x import`,
-    `from pkg.x import`, a module taken from the package itself (`from . import x`, `from pkg import x`), `import pkg.x`,
-    `importlib.import_module` or `__import__` of a name, and a string that names a module (`"pkg.x:name"`, as a registry keeps
-    it). A module imported by a computed name is (None, line, how): no rule can see which it is."""
-    names, out, t = {p.stem for p in pkg.glob("*.py")}, [], tree(path)
+    `from ..sub.x import`, `from pkg.sub.x import`, a module taken from its package (`from . import x`, `from pkg.sub import
+    x`), `import pkg.sub.x`, `importlib.import_module` or `__import__` of a name, and a string that names a module
+    (`"pkg.sub.x:name"`, as a registry keeps it). A module imported by a computed name is (None, line, how): no rule can see
+    which it is."""
+    out, t = [], tree(path)
     idle, named = _idle_strings(t), _module_string(pkg)
     for n in ast.walk(t):
         if isinstance(n, ast.ImportFrom):
             how = f"'from {'.' * n.level}{n.module or ''} import ...'"
-            if n.level == 1 and n.module: out.append((n.module.split(".")[0], n.lineno, how))
-            elif n.level == 0 and n.module and n.module.startswith(pkg.name + "."): out.append((n.module.split(".")[1], n.lineno, how))
-            elif (n.level == 1 and not n.module) or (n.level == 0 and n.module == pkg.name):
-                out += [(a.name, n.lineno, f"'{how[1:-5]}{a.name}'") for a in n.names if a.name in names]
+            dotted = _inside(path, pkg, n.level, n.module) if n.level else _absolute(n.module, pkg)
+            out += [(m, n.lineno, how if a is None else f"'{how[1:-5]}{a}'") for m, a in _reached(dotted, [a.name for a in n.names], pkg)]
         elif isinstance(n, ast.Import):
-            out += [(a.name.split(".")[1], n.lineno, f"'import {a.name}'") for a in n.names if a.name.startswith(pkg.name + ".")]
+            out += [(m, n.lineno, f"'import {a.name}'") for a in n.names for m, _ in _reached(_absolute(a.name, pkg), [], pkg)]
         elif isinstance(n, ast.Call) and _names_called(n) in ("import_module", "__import__") and n.args:
             arg = n.args[0]
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                 out.append((None, n.lineno, f"'{ast.unparse(n)[:60]}'"))
-            elif arg.value.startswith("."): out.append((arg.value[1:].split(".")[0], n.lineno, f"'{ast.unparse(n)[:60]}'"))
+            elif arg.value.startswith("."):
+                level = len(arg.value) - len(arg.value.lstrip("."))
+                out += [(m, n.lineno, f"'{ast.unparse(n)[:60]}'") for m, _ in _reached(_inside(path, pkg, level, arg.value[level:]), [], pkg)]
             # an absolute name is a string that names a module: the branch below sees it
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in idle:
-            m = named.fullmatch(n.value)
-            if m and m.group(1) in names: out.append((m.group(1), n.lineno, f"the string {n.value!r}"))
+            if r := named(n.value): out.append((r[0], n.lineno, f"the string {n.value!r}"))
     return out
 
 def imports(path: pathlib.Path, pkg: pathlib.Path = PKG) -> set[str]:
@@ -133,14 +174,16 @@ def downward_violations(pkg: pathlib.Path = PKG) -> list[str]:
     for p in modules(pkg):
         for m, line, how in import_sites(p, pkg):
             if m is None:
-                bad.append(f"{p.name} line {line}: {how} imports a module by a computed name, which the floors cannot check: "
+                bad.append(f"{_rel(p, pkg)} line {line}: {how} imports a module by a computed name, which the floors cannot check: "
                            "import it by name")
             elif m != p.stem and m in FLOORS and p.stem in FLOORS and FLOORS[m] >= FLOORS[p.stem]:
-                bad.append(f"{p.name} line {line}: {how} reaches {m} (floor {FLOORS[m]}) from floor {FLOORS[p.stem]}; a module "
+                bad.append(f"{_rel(p, pkg)} line {line}: {how} reaches {m} (floor {FLOORS[m]}) from floor {FLOORS[p.stem]}; a module "
                            "imports only from lower floors: move the code down, or the module up (FLOORS here and the README's table)")
     return bad
 
 def test_every_module_has_a_floor():
+    stems = [p.stem for p in modules()]
+    assert len(stems) == len(set(stems)), "two modules share a name: the rules name a module by its stem"
     assert {p.stem for p in modules()} == set(FLOORS), "a module was added or removed: give it a floor here and in the README"
 
 def test_imports_go_only_downward():
@@ -151,18 +194,19 @@ def test_imports_go_only_downward():
 # ---------------------------------------------------------------- 2. only public names cross modules
 
 def _module_of(e: ast.AST, bound: dict[str, str], pkg: pathlib.Path) -> str | None:
-    "The package module an expression is, if it is one: a name bound to it, `pkg.x`, or `importlib.import_module('pkg.x')`."
+    "The package module an expression is, if it is one: a name bound to it, `pkg.sub.x`, or `importlib.import_module('pkg.sub.x')`."
     if isinstance(e, ast.Name): return bound.get(e.id)
-    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == pkg.name: return e.attr
+    if isinstance(e, ast.Attribute) and (r := _module_string(pkg)(ast.unparse(e))) and r[1] is None: return r[0]
     if isinstance(e, ast.Call) and _names_called(e) == "import_module" and e.args and isinstance(e.args[0], ast.Constant):
-        m = _module_string(pkg).fullmatch(str(e.args[0].value))
-        if m and not m.group(2): return m.group(1)
+        r = _module_string(pkg)(str(e.args[0].value))
+        if r and r[1] is None: return r[0]
     return None
 
 def private_reaches(pkg: pathlib.Path = PKG) -> list[str]:
     """Each `_name` one module takes from another: imported (`from .x import _name`), reached as an attribute of a module
-    (`x._name`, `pkg.x._name`, `getattr(x, "_name")`, `import_module("pkg.x")._name`), or named in a string (`"pkg.x:_name"`)."""
-    names, named, bad = {p.stem for p in pkg.glob("*.py")}, _module_string(pkg), []
+    (`x._name`, `pkg.sub.x._name`, `getattr(x, "_name")`, `import_module("pkg.sub.x")._name`), or named in a string
+    (`"pkg.sub.x:_name"`)."""
+    named, bad = _module_string(pkg), []
     for p in modules(pkg) + [pkg / "__init__.py"]:
         t, bound = tree(p), {}  # a name in this file -> the package module bound to it
         idle = _idle_strings(t)
@@ -171,22 +215,24 @@ def private_reaches(pkg: pathlib.Path = PKG) -> list[str]:
                 if n.level: source = n.module or pkg.name  # `from .x import` (or `from . import`)
                 elif n.module and n.module.split(".")[0] == pkg.name: source = n.module
                 else: continue
-                bad += [f"{p.name} line {n.lineno}: imports {a.name} from {source}" for a in n.names if _private(a.name)]
-                if source == pkg.name: bound |= {a.asname or a.name: a.name for a in n.names if a.name in names}
+                bad += [f"{_rel(p, pkg)} line {n.lineno}: imports {a.name} from {source}" for a in n.names if _private(a.name)]
+                dotted = _inside(p, pkg, n.level, n.module) if n.level else _absolute(n.module, pkg)
+                alias = {a.name: a.asname or a.name for a in n.names}
+                bound |= {alias[a]: m for m, a in _reached(dotted, list(alias), pkg) if a is not None}
             elif isinstance(n, ast.Import):
-                bound |= {a.asname: a.name.split(".")[1] for a in n.names if a.asname and a.name.startswith(pkg.name + ".")}
+                bound |= {a.asname: m for a in n.names if a.asname for m, _ in _reached(_absolute(a.name, pkg), [], pkg)}
             elif isinstance(n, ast.Assign) and (m := _module_of(n.value, {}, pkg)):
                 bound |= {x.id: m for x in n.targets if isinstance(x, ast.Name)}
         for n in ast.walk(t):
             if isinstance(n, ast.Attribute) and _private(n.attr) and (m := _module_of(n.value, bound, pkg)) and m != p.stem:
-                bad.append(f"{p.name} line {n.lineno}: reaches {n.attr} of {m} ({ast.unparse(n)})")
+                bad.append(f"{_rel(p, pkg)} line {n.lineno}: reaches {n.attr} of {m} ({ast.unparse(n)})")
             elif (isinstance(n, ast.Call) and _names_called(n) == "getattr" and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant)
                   and _private(str(n.args[1].value)) and (m := _module_of(n.args[0], bound, pkg)) and m != p.stem):
-                bad.append(f"{p.name} line {n.lineno}: reaches {n.args[1].value} of {m} ({ast.unparse(n)[:60]})")
+                bad.append(f"{_rel(p, pkg)} line {n.lineno}: reaches {n.args[1].value} of {m} ({ast.unparse(n)[:60]})")
             elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in idle:
-                m = named.fullmatch(n.value)
-                if m and m.group(2) and m.group(1) != p.stem and any(map(_private, m.group(2).split("."))):
-                    bad.append(f"{p.name} line {n.lineno}: names {m.group(2)} of {m.group(1)} (the string {n.value!r})")
+                r = named(n.value)
+                if r and r[1] and r[0] != p.stem and any(map(_private, r[1].split("."))):
+                    bad.append(f"{_rel(p, pkg)} line {n.lineno}: names {r[1]} of {r[0]} (the string {n.value!r})")
     return [f"{b}: a name one module needs from another is public there (documented, in its __all__), not a _name reached into"
             for b in bad]
 
@@ -209,7 +255,7 @@ def shared_names(pkg: pathlib.Path = PKG) -> list[str]:
     seen = collections.defaultdict(list)
     for p in modules(pkg):
         for n in tree(p).body:
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): seen[_defined_name(n)].append(f"{p.stem} line {n.lineno}")
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): seen[_defined_name(n)].append(f"{_rel(p, pkg)[:-3]} line {n.lineno}")
     return [f"{k} is defined in {' and '.join(v)}: rename one, or keep one and import it" for k, v in seen.items() if len(v) > 1]
 
 def test_no_two_functions_or_classes_share_a_name():
@@ -254,7 +300,7 @@ def registrations(pkg: pathlib.Path = PKG) -> list[str]:
                       and n.value.id in foreign): what = f"{ast.unparse(n)} = ..."
                 elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("update", "setdefault", "__setitem__")
                       and isinstance(n.func.value, ast.Name) and n.func.value.id in foreign): what = ast.unparse(n)
-                if what: bad.append(f"{p.name} line {n.lineno}: {what[:70]} registers at import; a registry is a value, written out "
+                if what: bad.append(f"{_rel(p, pkg)} line {n.lineno}: {what[:70]} registers at import; a registry is a value, written out "
                                     "where it is defined (tasks, recipes and model kinds are values)")
     return bad
 
@@ -286,7 +332,7 @@ def test_readme_floor_table_is_the_code():
 def test_readme_chain_is_a_chain_of_imports():
     _, chain = _readme_house()
     assert len(chain) > 3 and chain[0] == "cli"
-    missing = [f"{a} does not import {b}" for a, b in zip(chain, chain[1:]) if b not in imports(PKG / f"{a}.py")]
+    missing = [f"{a} does not import {b}" for a, b in zip(chain, chain[1:]) if b not in imports(_module_file(PKG, a))]
     assert not missing, missing
 
 
@@ -298,7 +344,7 @@ GENERIC_KEYS = {"kind", "model", "config", "step", "data"}
 
 def stored_keys(pkg: pathlib.Path = PKG) -> set[str]:
     "The keys of the dict a checkpoint is stored as: checkpoint.py's `_STORED`, read from its source."
-    for n in tree(pkg / "checkpoint.py").body:
+    for n in tree(pkg / "engine/checkpoint.py").body:
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
         if "_STORED" in [getattr(x, "id", "") for x in targets]:
             return {c.value for c in ast.walk(n.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
@@ -341,14 +387,14 @@ def checkpoint_key_reads(pkg: pathlib.Path = PKG) -> list[str]:
         checkpoints = loaded | {ast.unparse(d) for _, d, k, _ in uses if k in own}  # dicts read with a checkpoint's own keys
         for n, d, k, what in uses:
             if k in own or (k in keys and (_torch_io(d) == "load" or ast.unparse(d) in checkpoints)):
-                bad.append(f"{p.name} line {n.lineno}: {what} the stored key {k!r} ({ast.unparse(n)[:60]}); only checkpoint.py knows "
+                bad.append(f"{_rel(p, pkg)} line {n.lineno}: {what} the stored key {k!r} ({ast.unparse(n)[:60]}); only checkpoint.py knows "
                            "a checkpoint's keys: read the attributes of the Checkpoint that load_checkpoint returns")
         for n in ast.walk(t):
             if "model" in (w := _written_keys(n)) and w & {"model_config", "config"}:
-                bad.append(f"{p.name} line {n.lineno}: writes a checkpoint's keys ({', '.join(sorted(w & keys))}); only checkpoint.py "
+                bad.append(f"{_rel(p, pkg)} line {n.lineno}: writes a checkpoint's keys ({', '.join(sorted(w & keys))}); only checkpoint.py "
                            "writes one: make_checkpoint and write_checkpoint (or save_model)")
             elif (io := _torch_io(n)) and p.stem != "distributed":
-                bad.append(f"{p.name} line {n.lineno}: calls torch.{io}; a checkpoint is read with load_checkpoint and written "
+                bad.append(f"{_rel(p, pkg)} line {n.lineno}: calls torch.{io}; a checkpoint is read with load_checkpoint and written "
                            "with write_checkpoint (or save_model)")
     return bad
 
@@ -361,7 +407,7 @@ def test_checkpoint_keys_are_read_only_in_checkpoint():
 # ---------------------------------------------------------------- module size, line width
 
 def oversized_modules(pkg: pathlib.Path = PKG) -> list[str]:
-    return [f"{p.name}: {n} lines" for p in modules(pkg) if (n := len(p.read_text().splitlines())) > 400]
+    return [f"{_rel(p, pkg)}: {n} lines" for p in modules(pkg) if (n := len(p.read_text().splitlines())) > 400]
 
 def test_no_module_passes_400_lines():
     "A module that grows past 400 lines holds more than one concern: split it by concern (a new page and module), not by size."
@@ -376,7 +422,7 @@ def _written_by_nbdev(i: int, line: str) -> bool:
 
 def long_lines(pkg: pathlib.Path = PKG) -> list[str]:
     "Each line of the package wider than WIDTH characters, but those nbdev writes itself."
-    return [f"{p.name} line {i}: {len(l)} characters" for p in modules(pkg) + [pkg / "__init__.py"]
+    return [f"{_rel(p, pkg)} line {i}: {len(l)} characters" for p in modules(pkg) + [pkg / "__init__.py"]
             for i, l in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if len(l) > WIDTH and not _written_by_nbdev(i, l)]
 
 # A ratchet: the package had 944 lines over 120 characters when this rule came (issue 72, `_modidx.py` aside); wrapping the
@@ -403,7 +449,7 @@ def notebook_of_module() -> dict[str, str]:
     for nb in (PKG.parent / "nbs").glob("*.ipynb"):
         for c in json.loads(nb.read_text())["cells"]:
             m = re.search(r"#\|\s*default_exp\s+(\S+)", "".join(c["source"]))
-            if m: out[m.group(1)] = nb.stem; break
+            if m: out[m.group(1).split(".")[-1]] = nb.stem; break
     return out
 
 def test_a_module_imports_only_modules_of_earlier_notebooks():
@@ -411,6 +457,76 @@ def test_a_module_imports_only_modules_of_earlier_notebooks():
     place, nb = {n: k for k, n in enumerate(book)}, notebook_of_module()
     forward = {(p.stem, d) for p in modules() for d in imports(p) if d in nb and place[nb[d]] > place[nb[p.stem]]}
     assert not forward, f"(module, a later notebook's module it imports): {sorted(forward)}"
+
+
+# ---------------------------------------------------------------- 7. the folders are the book's parts, stacked
+
+# The package's folders show the book (nbs/book.txt): each folder holds the modules of one part's pages, and a folder imports
+# only from folders on lower floors, so that the parts stack as the book reads: the model, then training it, then its results
+# (translation, parsing) and what came before it, then the engine room that runs them all, its benchmarks, and the commands.
+FOLDERS = {
+    "architecture": 1,                               # Part I, the model (§3-4)
+    "training": 2,                                   # Part II, training (§5): data to decoding, BLEU and the copy task
+    "translation": 3, "parsing": 3,                  # Part III, the results (§6): translation, constituency parsing
+    "before": 3,                                     # Part IV, before the Transformer
+    "engine": 4,                                     # Part V, the engine room: configs to shipped models
+    "bench": 5,                                      # Part V's measurements and exports
+    "commands": 6,                                   # Part V's command lines
+}
+PART_FOLDERS = {  # a part of the book (its title's start in nbs/book.txt) -> the folders its pages export into
+    "Part I ": {"architecture"}, "Part II ": {"training"}, "Part III ": {"translation", "parsing"},
+    "Part IV ": {"before"}, "Part V ": {"engine", "bench", "commands"},
+}
+
+def folder_of(p: pathlib.Path, pkg: pathlib.Path = PKG) -> str | None:
+    "The folder a module lives in; None for a module at the package's top."
+    parts = p.relative_to(pkg).parts
+    return parts[0] if len(parts) > 1 else None
+
+def folder_violations(pkg: pathlib.Path = PKG) -> list[str]:
+    "Each module outside the known folders, and each import of a module in another folder on the same floor or above."
+    where = {p.stem: folder_of(p, pkg) for p in modules(pkg)}
+    bad = [f"{_rel(p, pkg)}: a module outside the book's folders ({', '.join(FOLDERS)}): move it into its part's folder"
+           for p in modules(pkg) if where[p.stem] not in FOLDERS]
+    for p in modules(pkg):
+        a = where[p.stem]
+        for m, line, how in import_sites(p, pkg):
+            b = where.get(m)
+            if a in FOLDERS and b in FOLDERS and a != b and FOLDERS[b] >= FOLDERS[a]:
+                bad.append(f"{_rel(p, pkg)} line {line}: {how} reaches {b}/ (floor {FOLDERS[b]}) from {a}/ (floor {FOLDERS[a]}); a "
+                           "folder imports only from lower folders: move the code into the folder of the part that needs it")
+    return bad
+
+def test_folders_import_only_lower_folders():
+    bad = [m for m in folder_violations() if not _allowed(m)]
+    assert not bad, bad
+
+def test_readme_folder_table_is_the_code():
+    "The README's table of folders (made from nbs/index.ipynb) lists each folder, top floor first, with the modules it holds."
+    text = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    house = text[text.index("## How the package is built"):].split("\n## ", 1)[0]
+    rows = [(m.group(1), re.findall(r"`(\w+)`", m.group(2))) for m in re.finditer(r"^\| `(\w+)/` \| .+? \| (.+) \|$", house, re.M)]
+    code = {f: sorted(p.stem for p in modules() if folder_of(p) == f) for f in FOLDERS}
+    assert [f for f, _ in rows] == sorted(FOLDERS, key=lambda f: -FOLDERS[f]), f"the README's folders, top floor first: {rows}"
+    wrong = [f"{f}/: the README lists {sorted(ms)}, the folder holds {code[f]}" for f, ms in rows if sorted(ms) != code[f]]
+    assert not wrong, wrong
+
+def test_each_page_exports_into_its_parts_folder():
+    "A notebook's module lives in a folder of the notebook's part of the book (a Part V page that adds to a Part I module is fine)."
+    part, wrong = None, []
+    exported = {}
+    import json
+    for nb in (PKG.parent / "nbs").glob("*.ipynb"):
+        for c in json.loads(nb.read_text())["cells"]:
+            m = re.search(r"#\|\s*default_exp\s+(\S+)", "".join(c["source"]))
+            if m: exported[nb.stem] = m.group(1); break
+    for line in (PKG.parent / "nbs" / "book.txt").read_text().splitlines():
+        if line.startswith("=="): part = next((k for k in PART_FOLDERS if line[2:].strip().startswith(k)), None)
+        elif line.strip() and not line.startswith("#") and line.strip() in exported:
+            folder = exported[line.strip()].split(".")[0]
+            if part is None or folder not in PART_FOLDERS[part]:
+                wrong.append(f"{line.strip()} exports {exported[line.strip()]}, outside its part's folders {PART_FOLDERS.get(part)}")
+    assert not wrong, wrong
 
 
 # ---------------------------------------------------------------- 6. only the registry says which kind a model is
@@ -437,7 +553,7 @@ def kind_names(pkg: pathlib.Path = PKG) -> tuple[dict[str, str], set[str]]:
     """The registry's kinds, each with the modules of its config and tokenizer classes (where its name may be spoken), and
     the commands that serve them."""
     classes, kinds, commands = model_classes(pkg), {}, set()
-    for n in ast.walk(tree(pkg / "kinds.py")):
+    for n in ast.walk(tree(pkg / "engine/kinds.py")):
         if isinstance(n, ast.Call) and _names_called(n) == "ModelKind" and n.args and isinstance(n.args[0], ast.Constant):
             config = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "config"), None)
             own = [config, *(k.value for k in n.keywords if k.arg == "tokenizer")]  # its config's and tokenizer's modules
@@ -483,7 +599,7 @@ def kind_sniffs(pkg: pathlib.Path = PKG) -> list[str]:
             elif isinstance(n, ast.Match) and _tail(n.subject) in KIND_WORDS:
                 if ws := spoken(c.pattern.value.value for c in n.cases if isinstance(c.pattern, ast.MatchValue)
                                 and isinstance(c.pattern.value, ast.Constant)): what = f"matches {', '.join(ws)}"
-            if what: bad.append(f"{p.name} line {n.lineno}: {ast.unparse(n).splitlines()[0][:70]} {what}; only the registry says which "
+            if what: bad.append(f"{_rel(p, pkg)} line {n.lineno}: {ast.unparse(n).splitlines()[0][:70]} {what}; only the registry says which "
                                 "kind a model is: ask its kind (kinds.py: kind_of, kind_of_model, Checkpoint.model_kind) what to do")
     return bad
 
@@ -494,17 +610,17 @@ def test_model_kinds_are_asked_not_sniffed():
 def test_the_rule_knows_every_kind_and_its_classes():
     "The rule reads the registry: every kind of kinds.py, the commands that serve them, and each kind's classes."
     kinds, commands = kind_names()
-    assert kinds == {"transformer": {"model", "data"}, "rnn": {"rnn", "data"}, "seq2seq-parser": {"model", "parser"},
+    assert kinds == {"transformer": {"model", "data"}, "rnn": {"background", "data"}, "seq2seq-parser": {"model", "parser"},
                      "chart": {"chart", "chart_vocab"}}
     assert commands == {"at-translate", "at-parse"}
-    known = dict(Transformer="model", TransformerConfig="model", RNNSeq2Seq="rnn", RNNConfig="rnn", ChartParser="chart",
+    known = dict(Transformer="model", TransformerConfig="model", RNNSeq2Seq="background", RNNConfig="background", ChartParser="chart",
                  ChartConfig="chart", ChartVocab="chart_vocab", ParsingVocab="parser", SubwordTokenizer="data")
     assert known.items() <= model_classes().items()
 
 
 # ---------------------------------------------------------------- the rules see every form: planted in a copy of the package
 
-RULES = dict(floors=downward_violations, private=private_reaches, names=shared_names, register=registrations,
+RULES = dict(floors=downward_violations, folders=folder_violations, private=private_reaches, names=shared_names, register=registrations,
              keys=checkpoint_key_reads, kinds=kind_sniffs, width=long_lines)
 
 def _allowed(message: str) -> bool: return any(message.startswith(f) and piece in message for f, piece in TO_FIX)
@@ -517,36 +633,44 @@ def test_the_temporary_allowlist_is_not_stale():
 
 # each case: (rule, module planted in, code appended to it); a violation's code must be caught, a look-alike's must not
 FORMS = {
-    "floors": ("data.py", [  # data is on floor 0, decode on floor 3
+    "floors": ("training/data.py", [  # data is on floor 0, decode on floor 3
         "from .decode import greedy_decode",
-        "from annotated_transformer.decode import greedy_decode",
+        "from annotated_transformer.training.decode import greedy_decode",
         "from . import decode",
-        "from annotated_transformer import decode",
-        "import annotated_transformer.decode",
-        "import annotated_transformer.decode as search",
-        "def f():\n    import importlib\n    return importlib.import_module('annotated_transformer.decode')",
+        "from annotated_transformer.training import decode",
+        "import annotated_transformer.training.decode",
+        "import annotated_transformer.training.decode as search",
+        "def f():\n    import importlib\n    return importlib.import_module('annotated_transformer.training.decode')",
         "def f():\n    import importlib\n    return importlib.import_module('.decode', __package__)",
-        "def f(): return __import__('annotated_transformer.decode')",
-        "GREEDY = 'annotated_transformer.decode:greedy_decode'  # a registry's string",
+        "def f(): return __import__('annotated_transformer.training.decode')",
+        "GREEDY = 'annotated_transformer.training.decode:greedy_decode'  # a registry's string",
         "def f(name):\n    import importlib\n    return importlib.import_module(name)",
     ]),
-    "private": ("translation.py", [
-        "from .data import _private",
-        "from annotated_transformer.data import _private",
-        "from . import data\nX = data._private",
-        "from annotated_transformer import data as d\ndef f(): return d._private()",
-        "import annotated_transformer.data as d\nX = d._private",
-        "import annotated_transformer.data\nX = annotated_transformer.data._private",
-        "import importlib\nX = importlib.import_module('annotated_transformer.data')._private",
-        "import importlib\nm = importlib.import_module('annotated_transformer.data')\nX = m._private",
-        "from . import data\nX = getattr(data, '_private')",
-        "X = 'annotated_transformer.data:_private'",
+    "folders": ("training/data.py", [  # training/ is floor 2, engine/ 4, translation/ 3
+        "from ..engine.config import TrainConfig",
+        "from ..engine import config",
+        "from annotated_transformer.engine.config import TrainConfig",
+        "import annotated_transformer.translation.inference",
+        "def f():\n    import importlib\n    return importlib.import_module('annotated_transformer.engine.config')",
+        "CONFIG = 'annotated_transformer.engine.config:TrainConfig'  # a registry's string",
     ]),
-    "names": ("translation.py", [
+    "private": ("translation/translation.py", [
+        "from ..training.data import _private",
+        "from annotated_transformer.training.data import _private",
+        "from ..training import data\nX = data._private",
+        "from annotated_transformer.training import data as d\ndef f(): return d._private()",
+        "import annotated_transformer.training.data as d\nX = d._private",
+        "import annotated_transformer.training.data\nX = annotated_transformer.training.data._private",
+        "import importlib\nX = importlib.import_module('annotated_transformer.training.data')._private",
+        "import importlib\nm = importlib.import_module('annotated_transformer.training.data')\nX = m._private",
+        "from ..training import data\nX = getattr(data, '_private')",
+        "X = 'annotated_transformer.training.data:_private'",
+    ]),
+    "names": ("translation/translation.py", [
         "def make_model(cfg): return cfg",
         "class make_model: pass",
     ]),
-    "register": ("translation.py", [
+    "register": ("translation/translation.py", [
         "register(None)",
         "X = register(None)",
         "X: object = register(None)",
@@ -556,10 +680,10 @@ FORMS = {
         "@register\ndef f(): pass",
         "@register_task('toy')\ndef f(): pass",
         "import atexit\natexit.register(print)",
-        "from .kinds import KINDS\nKINDS['toy'] = None",
-        "from .kinds import KINDS\nKINDS.update(toy=None)",
+        "from ..engine.kinds import KINDS\nKINDS['toy'] = None",
+        "from ..engine.kinds import KINDS\nKINDS.update(toy=None)",
     ]),
-    "keys": ("evaluation.py", [
+    "keys": ("engine/evaluation.py", [
         "def f(d): return d['train_config']",
         "def f(d): return d.get('world_size')",
         "def f(d): return d.pop('checksum', None)",
@@ -572,14 +696,14 @@ FORMS = {
         "def f(p):\n    state = torch.load(p)\n    return state['step']",
         "def f(p): return torch.serialization.load(p)",
     ]),
-    "kinds": ("evaluation.py", [
+    "kinds": ("engine/evaluation.py", [
         "def f(m): return isinstance(m, ChartParser)",
         "def f(m): return isinstance(m, Transformer)",
         "def f(c): return isinstance(c, TransformerConfig)",
         "def f(c): return isinstance(c, RNNConfig)",
         "def f(t): return isinstance(t, ParsingVocab)",
         "def f(m): return isinstance(m, (RNNSeq2Seq, ChartParser))",
-        "from . import model\ndef f(m): return isinstance(m, model.Transformer)",
+        "from ..architecture import model\ndef f(m): return isinstance(m, model.Transformer)",
         "def f(m): return issubclass(type(m), RNNSeq2Seq)",
         "def f(m): return type(m) is Transformer",
         "def f(m): return m.__class__ == RNNSeq2Seq",
@@ -592,33 +716,38 @@ FORMS = {
         "def f(d): return d['kind'] == 'rnn'",
         "def f(ck):\n    match ck.kind:\n        case 'chart': return 1\n        case _: return 0",
     ]),
-    "width": ("translation.py", [
+    "width": ("translation/translation.py", [
         "X = 1  # " + "a" * 112,  # 121 characters
         "def f():\n    return ('" + "b" * 113 + "')",
     ]),
 }
 
 LOOK_ALIKES = {
-    "floors": ("decode.py", [
-        "from .attention import causal_mask  # floor 0, below decode",
-        "# from .parser import parse: a comment",
-        "def f():\n    'annotated_transformer.parser:parse'\n    return 1",
-        "def f(): raise ValueError('see annotated_transformer.parser for that')",
+    "floors": ("training/decode.py", [
+        "from ..architecture.attention import causal_mask  # floor 0, below decode",
+        "# from ..parsing.parser import parse: a comment",
+        "def f():\n    'annotated_transformer.parsing.parser:parse'\n    return 1",
+        "def f(): raise ValueError('see annotated_transformer.parsing.parser for that')",
         "def f():\n    import importlib\n    return importlib.import_module('json')",
     ]),
-    "private": ("translation.py", [
-        "# data._private, a comment",
-        "def f():\n    'reaches data._private, or from .data import _private: a docstring'\n    return 1",
-        "class A:\n    def __init__(self): self._cache = {}\n    def f(self): return self._cache",
-        "from . import data\nX = data.__name__",
-        "_LOCAL = 1\nY = _LOCAL",
-        "from .data import read_lines\nX = read_lines._private",
+    "folders": ("training/data.py", [
+        "from ..architecture.attention import causal_mask  # a lower folder",
+        "from .batching import Batch  # the same folder",
+        "# from ..engine.config import TrainConfig: a comment",
     ]),
-    "names": ("translation.py", [
+    "private": ("translation/translation.py", [
+        "# data._private, a comment",
+        "def f():\n    'reaches data._private, or from ..training.data import _private: a docstring'\n    return 1",
+        "class A:\n    def __init__(self): self._cache = {}\n    def f(self): return self._cache",
+        "from ..training import data\nX = data.__name__",
+        "_LOCAL = 1\nY = _LOCAL",
+        "from ..training.data import read_lines\nX = read_lines._private",
+    ]),
+    "names": ("translation/translation.py", [
         "class A:\n    def make_model(self): pass",
         "def _helper_of_translation(): pass",
     ]),
-    "register": ("translation.py", [
+    "register": ("translation/translation.py", [
         "def register_all():\n    register(None)",
         "def f():\n    'register(...) at import: a docstring'",
         "F = lambda: register(None)",
@@ -626,7 +755,7 @@ LOOK_ALIKES = {
         "MINE = {}\nMINE['toy'] = None",
         "class A:\n    def __init__(self): self.register_buffer('x', None)",
     ]),
-    "keys": ("evaluation.py", [
+    "keys": ("engine/evaluation.py", [
         "def f(row): return row['step']  # a metrics row",
         "def f(state): return state.get('kind')  # a tokenizer's state",
         "# ck['model_config']: a comment",
@@ -636,7 +765,7 @@ LOOK_ALIKES = {
         "def f(cfg, tcfg): return dict(task='copy', model_config=cfg, train_config=tcfg)  # a result's record",
         "def f(): return dict(format='onnx-1', name='base')  # a manifest",
     ]),
-    "kinds": ("evaluation.py", [
+    "kinds": ("engine/evaluation.py", [
         "def f(kind): return kind == 'mean'",
         "def f(m):\n    if not isinstance(m, Transformer): raise TypeError('needs a Transformer')\n    return m",
         "def f(c):\n    assert isinstance(c, TransformerConfig)\n    return c",
@@ -646,16 +775,16 @@ LOOK_ALIKES = {
         "# isinstance(m, ChartParser): a comment",
         "def f(task): return task.name == 'copy'",
     ]),
-    "width": ("translation.py", [
+    "width": ("translation/translation.py", [
         "X = 1  # " + "a" * 111,  # 120 characters
         "def f():\n    'a docstring of " + "c" * 99 + "'",  # 120 characters
     ]),
 }
 
 OWN_MODULE = [  # a class, or a kind's name, spoken in its own module
-    ("chart.py", "def f(m): return isinstance(m, ChartParser)"),
-    ("rnn.py", "def f(c): return type(c) is RNNConfig"),
-    ("chart.py", "def f(d): return d.get('kind') == 'chart'"),
+    ("parsing/chart.py", "def f(m): return isinstance(m, ChartParser)"),
+    ("before/background.py", "def f(c): return type(c) is RNNConfig"),
+    ("parsing/chart.py", "def f(d): return d.get('kind') == 'chart'"),
 ]
 
 @pytest.fixture(scope="module")

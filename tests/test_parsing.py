@@ -1,18 +1,18 @@
 "Parsing (§6.3): tree reading, linearization, repair, the EVALB scorer on hand-worked examples and against the C program, and at-parse end to end."
 import gzip, random, subprocess, sys
 import pytest, torch
-from annotated_transformer.parser import TreeConstraint, ParsingVocab, encode_trees, parse
-from annotated_transformer.parsing_runs import evaluate_decoding
-from annotated_transformer.loading import load_model
-from annotated_transformer.trees import Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize, ptb_trees, sample_trees
-from annotated_transformer.evalb import evalb, evalb_sentence, evalb_brackets, with_tags, EvalbParams
-from annotated_transformer.cli import parse_main, train_main
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.model import make_model
-from annotated_transformer.batching import make_loader
-from annotated_transformer.train import Trainer, seed_everything
-from annotated_transformer.config import TrainConfig
-from annotated_transformer.checkpoint import load_checkpoint
+from annotated_transformer.parsing.parser import TreeConstraint, ParsingVocab, encode_trees, parse
+from annotated_transformer.engine.parsing_runs import evaluate_decoding
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.parsing.trees import Tree, TreeError, parse_tree, parse_trees, read_trees, linearize, delinearize, ptb_trees, sample_trees
+from annotated_transformer.parsing.evalb import evalb, evalb_sentence, evalb_brackets, with_tags, EvalbParams
+from annotated_transformer.commands.cli import parse_main, train_main
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.training.batching import make_loader
+from annotated_transformer.engine.train import Trainer, seed_everything
+from annotated_transformer.engine.config import TrainConfig
+from annotated_transformer.engine.checkpoint import load_checkpoint
 
 GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"
 
@@ -280,11 +280,11 @@ def test_train_main_ptb_sample(shared_data, tmp_path, capfd):  # the at-train pa
 
 @pytest.mark.slow  # two fresh processes building the sample's vocabulary: about half a minute on 2 cores
 def test_ptb_sample_under_torchrun_with_two_gloo_ranks(shared_data, tmp_path):
-    "`torchrun -m annotated_transformer.cli ptb-sample` on 2 CPU processes (gloo): each rank builds its shard, they train in step, rank 0 saves."
+    "`torchrun -m annotated_transformer.commands.cli ptb-sample` on 2 CPU processes (gloo): each rank builds its shard, they train in step, rank 0 saves."
     import os
     from pathlib import Path
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "annotated_transformer.cli",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "annotated_transformer.commands.cli",
            "ptb-sample", "--max-steps", "2", "--eval-every", "0", "--save-every", "0", "--run-dir", str(run), "--no-progress",
            "--data-dir", str(shared_data), "--n-valid", "20", "--device", "cpu", "--precision", "fp32",
            "--d-model", "32", "--d-ff", "64", "--n-layers", "1"]
@@ -356,7 +356,7 @@ def _bad_inputs(tmp_path, run):
     ck = tmp_path / "ck"; ck.mkdir()
     raw = (run / (run / "latest").read_text().strip()).read_bytes()
     (ck / "truncated.pt").write_bytes(raw[: len(raw) // 3])
-    from annotated_transformer.checkpoint import write_checkpoint
+    from annotated_transformer.engine.checkpoint import write_checkpoint
     import dataclasses
     write_checkpoint(dataclasses.replace(real, kind="transformer", tokenizer=dict(kind="bpe")), ck / "translation.pt")  # a well-formed checkpoint of another kind
     torch.save([1, 2, 3], ck / "list.pt")
@@ -417,7 +417,7 @@ def test_at_parse_console_script_exit_code(tiny_checkpoint, tmp_path):
 def test_plot_tree_leaves_do_not_overlap():
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from annotated_transformer.trees import plot_tree
+    from annotated_transformer.parsing.trees import plot_tree
     t = parse_tree("(TOP (S (NP (NNP Intercontinental) (NNPS Telecommunications) (NNP Corp.)) (VP (VBD underperformed) "
                    "(NP (NNS expectations)) (PP (IN in) (NP (DT the) (NN quarter)))) (. .)))")
     ax = plot_tree(t)
@@ -440,7 +440,7 @@ def test_plot_tree_leaves_do_not_overlap():
 
 def test_at_evaluate_on_a_parser_run_names_its_kind_and_the_command_that_fits(tiny_checkpoint, tmp_path, cli):
     "at-evaluate scores translation runs: pointed at a parser's run it says what the run holds and which command serves it (it said '--average 5: ... keeps 2 checkpoints')."
-    from annotated_transformer.cli import evaluate_main
+    from annotated_transformer.commands.cli import evaluate_main
     run, _ = tiny_checkpoint
     r = cli(evaluate_main, str(run), "--test", "test", "--out", str(tmp_path / "res"))
     assert r.returncode == 1 and not (tmp_path / "res").exists(), r.stderr

@@ -1,12 +1,12 @@
 """Precision 'auto': fp32 where bf16 would be emulated, the faster of a timed trial where the CPU has native bf16 (remembered per
 machine and model), bf16 on GPUs with native bf16; said once and recorded in checkpoints; the same in every process a test starts."""
 import json, os, pathlib, subprocess, sys, pytest, torch
-from annotated_transformer import train as T, precision as PR
-from annotated_transformer.checkpoint import load_checkpoint
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.data import copy_task_pairs
-from annotated_transformer.batching import make_loader
-from annotated_transformer.model import make_model
+from annotated_transformer.engine import train as T, precision as PR
+from annotated_transformer.engine.checkpoint import load_checkpoint
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.training.data import copy_task_pairs
+from annotated_transformer.training.batching import make_loader
+from annotated_transformer.architecture.model import make_model
 
 CPU = torch.device("cpu")
 BF16_FASTER, FP32_FASTER = (lambda: dict(fp32=2.0, bf16=1.0)), (lambda: dict(fp32=1.0, bf16=2.0))
@@ -79,7 +79,7 @@ def test_cpu_flags_reads_proc_cpuinfo(cpu_without_native_bf16):
         assert bool(got & set(PR.NATIVE_BF16_FLAGS)) == any(f" {f}" in info.read_text() for f in PR.NATIVE_BF16_FLAGS)
 
 def test_cpu_flags_of_the_environment_reach_subprocesses(monkeypatch):
-    code = "from annotated_transformer.precision import cpu_flags; print(' '.join(sorted(cpu_flags())))"
+    code = "from annotated_transformer.engine.precision import cpu_flags; print(' '.join(sorted(cpu_flags())))"
     for flags in ("avx2 avx512_bf16", "avx2"):
         monkeypatch.setenv("AT_CPU_FLAGS", flags)
         assert PR.cpu_flags() == set(flags.split())

@@ -3,17 +3,17 @@ import math
 import pytest
 import torch
 import torch.nn as nn
-from annotated_transformer.rnn import RNNConfig, CELLS, ATTENTIONS, make_rnn, lstm_cell, gru_cell, AdditiveAttention, DotAttention, GeneralAttention, LocalPAttention, align
-from annotated_transformer.decode import greedy_decode, beam_search, hypotheses_to_tensor
-from annotated_transformer.data import copy_task_pairs
-from annotated_transformer.batching import collate
-from annotated_transformer.train import Trainer
-from annotated_transformer.config import TrainConfig
-from annotated_transformer.checkpoint import load_checkpoint
-from annotated_transformer.batching import make_loader
-from annotated_transformer.loading import load_model
-from annotated_transformer.kinds import kind_of
-from annotated_transformer.cli import parse_args
+from annotated_transformer.before.background import RNNConfig, CELLS, ATTENTIONS, make_rnn, lstm_cell, gru_cell, AdditiveAttention, DotAttention, GeneralAttention, LocalPAttention, align
+from annotated_transformer.training.decode import greedy_decode, beam_search, hypotheses_to_tensor
+from annotated_transformer.training.data import copy_task_pairs
+from annotated_transformer.training.batching import collate
+from annotated_transformer.engine.train import Trainer
+from annotated_transformer.engine.config import TrainConfig
+from annotated_transformer.engine.checkpoint import load_checkpoint
+from annotated_transformer.training.batching import make_loader
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.engine.kinds import kind_of
+from annotated_transformer.commands.cli import parse_args
 
 
 def tiny(**kw):
@@ -154,7 +154,7 @@ def test_trainer_checkpoint_round_trip(tmp_path):
 
 def test_translate_load_checkpoint(tmp_path):
     from dataclasses import asdict
-    from annotated_transformer.data import SubwordTokenizer
+    from annotated_transformer.training.data import SubwordTokenizer
     pytest.importorskip("sentencepiece")
     lines = [f"das ist satz nummer {i} und er ist kurz" for i in range(200)]
     tok = SubwordTokenizer.train(lines, vocab_size=30, byte_fallback=False)
@@ -176,6 +176,6 @@ def test_parse_args_model_choice():
 
 def test_plot_alignment_without_axes():  # it made its own figure with a `plt` the module never imported
     import matplotlib; matplotlib.use("Agg")
-    from annotated_transformer.rnn import plot_alignment
+    from annotated_transformer.before.background import plot_alignment
     ax = plot_alignment(torch.rand(3, 4), list("abcd"), list("xyz"))
     assert [t.get_text() for t in ax.get_xticklabels()] == list("abcd")

@@ -3,8 +3,8 @@ import hashlib, json, zipfile
 from collections import Counter
 import pytest
 import torch
-from annotated_transformer.sentiment_data import DOMAINS, SPECIALS, Vocab, download_sentiment, load_sentiment, make_batch, read_sentiment_file, split_sentiment, tokenize
-from annotated_transformer.sentiment import AttentionPooling, LSTMClassifier, TransformerClassifier, make_classifier, run_experiment
+from annotated_transformer.before.sentiment_data import DOMAINS, SPECIALS, Vocab, download_sentiment, load_sentiment, make_batch, read_sentiment_file, split_sentiment, tokenize
+from annotated_transformer.before.attention_classifier import AttentionPooling, LSTMClassifier, TransformerClassifier, make_classifier, run_experiment
 
 
 # ---------------------------------------------------------------- reading files
@@ -74,7 +74,7 @@ def test_download_extracts_verified_archive(tmp_path):
 
 # ---------------------------------------------------------------- split and vocabulary
 def _toy_data():
-    from annotated_transformer.sentiment_data import LabelledSentence
+    from annotated_transformer.before.sentiment_data import LabelledSentence
     data = [LabelledSentence(f"{d} sentence {i} {'good' if y else 'bad'}", y, d) for d in DOMAINS for y in (0, 1) for i in range(40)]
     return data + [LabelledSentence("Great phone.", 1, "amazon")] * 3 + [LabelledSentence("great PHONE.", 1, "amazon")]
 
@@ -175,7 +175,7 @@ def test_tiny_experiment_learns_and_writes(tmp_path, shared_data):
 
 def test_length_batches_cover_every_sentence_once():
     import random
-    from annotated_transformer.sentiment import length_batches
+    from annotated_transformer.before.attention_classifier import length_batches
     lengths = [random.Random(0).randint(1, 40) for _ in range(1000)]
     batches = length_batches(lengths, 32, random.Random(1))
     flat = [i for b in batches for i in b]

@@ -2,12 +2,12 @@
 import json, random, subprocess, sys
 from pathlib import Path
 import pytest, torch
-from annotated_transformer.checkpoint import CheckpointError, load_checkpoint, make_checkpoint
-from annotated_transformer.shipped import write_shipped
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.data import SubwordTokenizer
-from annotated_transformer.model import make_model
-from annotated_transformer import shipped
+from annotated_transformer.engine.checkpoint import CheckpointError, load_checkpoint, make_checkpoint
+from annotated_transformer.engine.shipped_models import write_shipped
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.training.data import SubwordTokenizer
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.engine import shipped_models as shipped
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "pretrained"
@@ -55,7 +55,7 @@ def test_write_shipped_refuses_an_existing_directory(tiny_shipped):
     with pytest.raises(FileExistsError, match="exists"): write_shipped(make_checkpoint(model), d, provenance={})
 
 def test_at_translate_model_by_name(tiny_shipped, cli):
-    from annotated_transformer.cli import translate_main
+    from annotated_transformer.commands.cli import translate_main
     d, _ = tiny_shipped
     by_name = cli(translate_main, "--model", "tiny-ab", "--beam", "2", stdin="a b c\n")
     by_path = cli(translate_main, "--checkpoint", d, "--beam", "2", stdin="a b c\n")
@@ -64,20 +64,20 @@ def test_at_translate_model_by_name(tiny_shipped, cli):
     assert r.returncode == 2 and "--model nope: no such shipped model; expected one of tiny-ab" in r.stderr
     r = cli(translate_main, "--model", "tiny-ab", "--checkpoint", d, stdin="a\n")
     assert r.returncode == 2 and "not allowed with" in r.stderr
-    from annotated_transformer.cli import parse_main
+    from annotated_transformer.commands.cli import parse_main
     r = cli(parse_main, "--model", "tiny-ab", stdin="a b\n")  # a translator given to the parser: says what it is and what fits
     assert r.returncode == 1 and "which at-parse does not serve; use at-translate" in r.stderr
 
 def test_help_lists_the_shipped_models(tiny_shipped):
-    from annotated_transformer.cli import translate_parser
+    from annotated_transformer.commands.cli import translate_parser
     assert "tiny-ab" in translate_parser().format_help()
 
 @pytest.fixture
 def tiny_chart(tmp_path, monkeypatch):
     "A shipped chart parser with a tagger, `tiny-chart`, trained for a few steps on made-up trees, in `$AT_PRETRAINED_DIR`."
-    from annotated_transformer.chart import ChartConfig, ChartParser, ChartObjective
-    from annotated_transformer.chart_vocab import ChartVocab, chart_batch
-    from annotated_transformer.trees import parse_tree
+    from annotated_transformer.parsing.chart import ChartConfig, ChartParser, ChartObjective
+    from annotated_transformer.parsing.chart_vocab import ChartVocab, chart_batch
+    from annotated_transformer.parsing.trees import parse_tree
     trees = [parse_tree(t) for t in ["(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))",
                                      "(TOP (S (NP (PRP She)) (VP (VBD saw) (NP (DT the) (NN dog))) (. .)))"]]
     v = ChartVocab.from_trees(trees, min_count=1)
@@ -91,7 +91,7 @@ def tiny_chart(tmp_path, monkeypatch):
 
 def test_a_shipped_chart_parser_parses_by_name(tiny_chart, cli):
     "pretrained() gives a ConstituencyParser whose trees name the tagger's preterminals; at-parse --model prints the same trees."
-    from annotated_transformer.cli import parse_main
+    from annotated_transformer.commands.cli import parse_main
     d, trees = tiny_chart
     assert shipped.shipped_names("at-parse") == ["tiny-chart"] and shipped.shipped_names("at-translate") == []
     p = shipped.pretrained("tiny-chart")
@@ -127,9 +127,9 @@ def _kind(name: str) -> str: return json.loads((SHIPPED / name / "config.json").
 @pytest.mark.parametrize("name", [n for n in REAL if _kind(n) == "chart"])
 def test_shipped_parser_reproduces_its_dev_f1(name, shared_data, monkeypatch):
     "Dev F1 on all of section 22 from the shipped files, within 0.1 of the row that tools/ship_models.py measured on the run's checkpoint."
-    from annotated_transformer.chart_choices import decoding_sums
-    from annotated_transformer.evalb import bracket_prf
-    from annotated_transformer.trees import ptb_trees
+    from annotated_transformer.parsing.chart_choices import decoding_sums
+    from annotated_transformer.parsing.evalb import bracket_prf
+    from annotated_transformer.parsing.trees import ptb_trees
     if not (shared_data / "ptb").is_dir(): pytest.skip(f"the WSJ treebank is not in {shared_data}")
     monkeypatch.delenv("AT_PRETRAINED_DIR", raising=False)
     p = shipped.pretrained(name)
@@ -141,8 +141,8 @@ def test_shipped_parser_reproduces_its_dev_f1(name, shared_data, monkeypatch):
 @pytest.mark.parametrize("name", [n for n in REAL if n.startswith("multi30k")])
 def test_shipped_translator_reproduces_its_results_row(name, shared_data, monkeypatch):
     "test2016 BLEU from the shipped files, scored as the results row was, within 0.1 of the row."
-    from annotated_transformer.recipes import load_recipe
-    from annotated_transformer.translation import score_corpus
+    from annotated_transformer.engine.recipes import load_recipe
+    from annotated_transformer.translation.translation import score_corpus
     monkeypatch.delenv("AT_PRETRAINED_DIR", raising=False)
     m = shipped.pretrained(name)
     row = json.loads((REPO / "results" / name / "results.json").read_text())

@@ -7,12 +7,12 @@ Damage that the MANIFEST would catch as a changed sum is made behind its back (`
 import json, random, shutil
 from pathlib import Path
 import pytest, torch
-from annotated_transformer.checkpoint import CheckpointError, make_checkpoint, save_model
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.data import SubwordTokenizer, sha256_file
-from annotated_transformer.model import make_model
-from annotated_transformer import shipped
-from annotated_transformer.shipped import write_shipped
+from annotated_transformer.engine.checkpoint import CheckpointError, make_checkpoint, save_model
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.training.data import SubwordTokenizer, sha256_file
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.engine import shipped_models as shipped
+from annotated_transformer.engine.shipped_models import write_shipped
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
@@ -49,7 +49,7 @@ def one_line(r, prog: str, *words: str):
 def others_work(cli, template, skipped: bool = False):
     """`--help` of both commands, the intact model by name and a checkpoint given by path all still work; `skipped`: the damaged
     model is left out of the lists in --help (its config.json cannot say what it is; other damage shows only when it is loaded)."""
-    from annotated_transformer.cli import translate_main, translate_parser, parse_main, parse_parser
+    from annotated_transformer.commands.cli import translate_main, translate_parser, parse_main, parse_parser
     for main in (translate_main, parse_main):
         r = cli(main, "--help")
         assert r.returncode == 0 and "--model MODEL" in r.stdout, r.stderr
@@ -61,7 +61,7 @@ def others_work(cli, template, skipped: bool = False):
 
 def refused(cli, d: Path, *words: str) -> str:
     "`bad-model` asked for by name: one line naming the file from the command, the same `CheckpointError` from the Python API."
-    from annotated_transformer.cli import translate_main
+    from annotated_transformer.commands.cli import translate_main
     line = one_line(cli(translate_main, "--model", d.name, stdin="a b\n"), "at-translate", *words)
     with pytest.raises(CheckpointError) as e: shipped.pretrained(d.name)
     assert str(e.value) in line, (str(e.value), line)
@@ -132,7 +132,7 @@ def test_each_damaged_file_is_one_line_naming_it(models, template, cli, damage, 
 
 # probe 7: a model on token ids is served by no command, whichever is asked
 def test_at_parse_on_a_copy_task_checkpoint_says_no_command_serves_it(tmp_path, cli):
-    from annotated_transformer.cli import parse_main, translate_main
+    from annotated_transformer.commands.cli import parse_main, translate_main
     ck = save_model(make_model(TransformerConfig.tiny()), tmp_path / "copy.pt")  # no tokenizer: token ids in and out
     line = one_line(cli(parse_main, "--checkpoint", ck, stdin="a b\n"), "at-parse", f"{ck}: holds a transformer model (token ids)",
                     "which at-parse does not serve; no command reads text for it: it holds no tokenizer", "greedy_decode")
@@ -152,9 +152,9 @@ def test_translate_takes_text_only(models, lines, error, words):
     with pytest.raises((TypeError, ValueError), match="lines|sentence"): t.attention(lines if isinstance(lines, bytes) else lines[1])
 
 def test_the_parser_takes_text_only(tmp_path, monkeypatch):
-    from annotated_transformer.chart import ChartConfig, ChartParser
-    from annotated_transformer.chart_vocab import ChartVocab
-    from annotated_transformer.trees import parse_tree
+    from annotated_transformer.parsing.chart import ChartConfig, ChartParser
+    from annotated_transformer.parsing.chart_vocab import ChartVocab
+    from annotated_transformer.parsing.trees import parse_tree
     v = ChartVocab.from_trees([parse_tree("(TOP (S (NP (DT The) (NN dog)) (VP (VBD slept)) (. .)))")], min_count=1)
     torch.manual_seed(0)
     m = ChartParser(v.sized(ChartConfig(n_layers=1, d_model=32, n_heads=4, d_ff=64, d_label=16)))

@@ -4,18 +4,18 @@ import json, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
 import torch
-from annotated_transformer.config import TransformerConfig
-from annotated_transformer.data import copy_task_pairs
-from annotated_transformer.batching import make_loader, collate
-from annotated_transformer.model import make_model
-from annotated_transformer import train as T
-from annotated_transformer.train import Trainer, TrainingError, seed_everything
-from annotated_transformer.config import TrainConfig
-from annotated_transformer.checkpoint import (average_checkpoints, load_checkpoint, list_checkpoints, save_checkpoint,
+from annotated_transformer.engine.config import TransformerConfig
+from annotated_transformer.training.data import copy_task_pairs
+from annotated_transformer.training.batching import make_loader, collate
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.engine import train as T
+from annotated_transformer.engine.train import Trainer, TrainingError, seed_everything
+from annotated_transformer.engine.config import TrainConfig
+from annotated_transformer.engine.checkpoint import (average_checkpoints, load_checkpoint, list_checkpoints, save_checkpoint,
                                               CheckpointError)
-from annotated_transformer.runs import read_metrics
-from annotated_transformer.loss import SequenceObjective
-from annotated_transformer.memory_budget import max_tokens_for_memory
+from annotated_transformer.engine.runs import read_metrics
+from annotated_transformer.training.loss import SequenceObjective
+from annotated_transformer.engine.memory_budget import max_tokens_for_memory
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = copy_task_pairs(96, vocab_size=16, min_len=2, max_len=9, seed=0)
@@ -134,7 +134,7 @@ def test_a_checkpoint_without_the_logging_window_still_resumes(tmp_path):
     first.fit()
     ck = load_checkpoint(tmp_path); assert ck.log_window is not None
     ck.log_window = None; ck.more.pop("log_window", None)
-    from annotated_transformer.checkpoint import write_checkpoint
+    from annotated_transformer.engine.checkpoint import write_checkpoint
     write_checkpoint(ck, list_checkpoints(tmp_path)[-1])
     resumed = make_trainer(tmp_path, max_steps=6, log_every=2, resume=True)
     assert resumed.step == 3
@@ -318,8 +318,8 @@ def test_signal_writes_checkpoint_and_exits_cleanly(tmp_path, sig):
 
 
 def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
-    from annotated_transformer.cli import parse_args, train_main
-    from annotated_transformer.tasks import task_preset
+    from annotated_transformer.commands.cli import parse_args, train_main
+    from annotated_transformer.engine.tasks import task_preset
     _, m, t, d = parse_args(["wmt14-base", "--max_tokens", "3125", "--precision", "bf16", "--no-progress", "--dropout", "0.2"])
     assert (m.d_model, m.dropout, t.precision, t.progress, t.max_steps, t.warmup_steps) == (512, 0.2, "bf16", False, 100_000, 4000)
     assert t.accum_for(8) == 1 and t.accum_for(1) == 8  # 25000-token batches through accumulation
@@ -332,7 +332,7 @@ def test_cli_parser_from_fields_and_clear_errors(tmp_path, capsys):
 
 
 def test_cli_copy_short_run_and_resume(tmp_path, capsys):
-    from annotated_transformer.cli import train_main
+    from annotated_transformer.commands.cli import train_main
     args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "4", "--copy_n", "300", "--n_valid", "50",
             "--eval_every", "2", "--save_every", "2"]
     assert train_main(args) == 0
@@ -340,7 +340,7 @@ def test_cli_copy_short_run_and_resume(tmp_path, capsys):
     assert load_checkpoint(tmp_path).step == 4
     assert train_main(args[:5] + ["6"] + args[6:] + ["--resume"]) == 0
     assert "resumed from" in capsys.readouterr().out and load_checkpoint(tmp_path).step == 6
-    from annotated_transformer.copy_task import copy_config
+    from annotated_transformer.training.copy_task import copy_config
     assert load_checkpoint(tmp_path).build().cfg.src_vocab_size == copy_config().src_vocab_size  # the copy task's model (11)
 
 
@@ -404,7 +404,7 @@ def test_max_tokens_for_memory_on_cuda():
 @pytest.mark.slow
 def test_cli_compile_flag_trains(tmp_path, capsys):
     "`at-train copy --compile on` (the Trainer's TrainConfig.compile, generated from the field) trains end to end on the CPU."
-    from annotated_transformer.cli import train_main, parse_args
+    from annotated_transformer.commands.cli import train_main, parse_args
     assert parse_args(["copy", "--compile", "on"])[2].compile == "on" and parse_args(["copy"])[2].compile == "auto"
     args = ["copy", "--run_dir", str(tmp_path), "--no-progress", "--max_steps", "2", "--copy_n", "200", "--n_valid", "20",
             "--eval_every", "0", "--compile", "on"]

@@ -1,16 +1,16 @@
 """Table 3 variations: the row mapping (every row of the paper present, A keeps h*d_k constant, scaled configs valid,
 parameter counts move the paper's way), and the grid's CSV writer / resume on a tiny grid."""
 import csv, json, os, subprocess, sys
-from annotated_transformer.cli import variations_main
+from annotated_transformer.commands.cli import variations_main
 from dataclasses import replace
 from pathlib import Path
 import pytest
 import torch
-from annotated_transformer.model import make_model, count_parameters
-from annotated_transformer.runs import read_metrics
-from annotated_transformer import grid as V
-from annotated_transformer.variations import PAPER_TABLE3, PAPER_BASE, ROWS, paper_config, scale_config, row_config, mapping_table, read_table, CSV_FIELDS
-from annotated_transformer.grid import GridSettings, run_grid, run_record, run_hardware
+from annotated_transformer.architecture.model import make_model, count_parameters
+from annotated_transformer.engine.runs import read_metrics
+from annotated_transformer.engine import grid as V
+from annotated_transformer.translation.variations import PAPER_TABLE3, PAPER_BASE, ROWS, paper_config, scale_config, row_config, mapping_table, read_table, CSV_FIELDS
+from annotated_transformer.engine.grid import GridSettings, run_grid, run_record, run_hardware
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -138,7 +138,7 @@ def test_cli(shared_data, tmp_path, cli):
 
 def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):
     "A row whose training a signal stopped must not reach the CSV (a resumed grid retrains it)."
-    from annotated_transformer import grid as V
+    from annotated_transformer.engine import grid as V
     monkeypatch.setattr(V.Trainer, "fit", lambda self: dict(stopped_by="SIGTERM", step=1))
     with pytest.raises(KeyboardInterrupt, match="stopped by SIGTERM"):
         run_grid(["base"], TINY, tmp_path, data_dir=str(shared_data), log=lambda m: None)
@@ -148,7 +148,7 @@ def test_interrupted_row_is_not_written(shared_data, tmp_path, monkeypatch):
 def _stop_at(monkeypatch, step: int):
     "Send this process SIGINT once the trainer logs `step`, as Ctrl-C would: the trainer saves there and stops."
     import os, signal
-    from annotated_transformer import grid as V
+    from annotated_transformer.engine import grid as V
     log = V.Trainer._log
     def log_then_stop(self, record):
         log(self, record)
@@ -158,7 +158,7 @@ def _stop_at(monkeypatch, step: int):
 
 def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monkeypatch, capsys):
     "A row stopped by a signal in the middle (step 3 or 4 of 6) continues from there when run again, and ends exactly as an uninterrupted row."
-    from annotated_transformer.grid import prepare_data, train_row, ROWS
+    from annotated_transformer.engine.grid import prepare_data, train_row, ROWS
     s = replace(TINY, steps=6, precision="fp32")
     data = prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
     whole = train_row(ROWS["base"], data, s, tmp_path / "whole")
@@ -179,7 +179,7 @@ def test_interrupted_row_continues_where_it_stopped(shared_data, tmp_path, monke
 def test_resumed_row_stopped_before_its_first_record(shared_data, tmp_path, monkeypatch):
     """A row resumed from a checkpoint and stopped again before it logged anything (no metrics.jsonl yet: a grid of 8,000 steps logs
     every 400) is reported as stopped, not as a FileNotFoundError from reading its training time."""
-    from annotated_transformer import grid as V
+    from annotated_transformer.engine import grid as V
     s = replace(TINY, steps=6, precision="fp32")
     data = V.prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
     with monkeypatch.context() as m:
@@ -234,7 +234,7 @@ def test_parallel_grid_stops_on_a_signal_and_continues(shared_data, tmp_path):
     "SIGTERM to at-variations --workers 2 reaches both workers: each saves a checkpoint; the same command again finishes both runs."
     import signal, time
     out = tmp_path / "g"
-    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.cli import variations_main; sys.exit(variations_main())", "--rows", "base", "--seeds", "0,1", "--workers", "2",
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.commands.cli import variations_main; sys.exit(variations_main())", "--rows", "base", "--seeds", "0,1", "--workers", "2",
            "--out", str(out), "--data_dir", str(shared_data), "--steps", "400", "--max_tokens", "512", "--vocab_size", "400",
            "--width", "16", "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--precision", "fp32"]
     p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -256,7 +256,7 @@ def test_parallel_grid_stops_on_a_signal_and_continues(shared_data, tmp_path):
 def test_grid_refuses_a_second_writer_and_an_old_file(shared_data, tmp_path, cli):
     "A grid directory another process is running in is refused, in one line; so is a table3.csv of the older format."
     out = tmp_path / "g"
-    holder = subprocess.Popen([sys.executable, "-c", f"from annotated_transformer.runs import lock_run; import time; lock_run({str(out)!r}, 'at-variations'); print('held', flush=True); time.sleep(60)"],
+    holder = subprocess.Popen([sys.executable, "-c", f"from annotated_transformer.engine.runs import lock_run; import time; lock_run({str(out)!r}, 'at-variations'); print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -272,7 +272,7 @@ def test_grid_refuses_a_second_writer_and_an_old_file(shared_data, tmp_path, cli
 
 def test_a_row_stopped_while_scored_is_scored_again(shared_data, tmp_path, monkeypatch):
     "A row killed after its last step but before its BLEU was computed (its checkpoint is final) is scored when run again, not refused."
-    from annotated_transformer import grid as V
+    from annotated_transformer.engine import grid as V
     s = replace(TINY, steps=4, precision="fp32")
     data = V.prepare_data(tmp_path / "grid", s.vocab_size, str(shared_data), s.n_train, s.n_valid, s.max_len)
     whole = V.train_row(ROWS["base"], data, s, tmp_path / "whole")
@@ -287,7 +287,7 @@ def test_a_row_stopped_while_scored_is_scored_again(shared_data, tmp_path, monke
 
 def test_a_grid_stopped_by_sigterm_exits_143_by_its_signal_not_its_message(monkeypatch, tmp_path):
     "at-variations reads which signal stopped a grid from `Stopped.signal`; it used to look for 'SIGTERM' in the message."
-    from annotated_transformer import cli
+    from annotated_transformer.commands import cli
     def stopped(*a, **k): raise V.Stopped("2 unfinished run(s) saved their checkpoints", "SIGTERM")
     monkeypatch.setattr(cli, "run_grid", stopped)
     assert cli.variations_main(["--rows", "base", "--out", str(tmp_path / "grid"), "--device", "cpu"]) == 143
@@ -298,8 +298,8 @@ def test_a_grid_stopped_by_sigterm_exits_143_by_its_signal_not_its_message(monke
 
 def test_device_has_one_default_everywhere():
     "Every command's --device and every settings record default to 'auto' (a CUDA GPU when there is one, else the CPU)."
-    from annotated_transformer import cli
-    from annotated_transformer.config import TrainConfig
+    from annotated_transformer.commands import cli
+    from annotated_transformer.engine.config import TrainConfig
     parsers = [cli.train_argparser("copy"), cli.translate_parser(), cli.evaluate_parser(), cli.parse_parser(),
                cli.variations_parser(), cli.bench_parser()]
     assert [p.get_default("device") for p in parsers] == ["auto"] * len(parsers)

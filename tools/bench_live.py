@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse, functools, http.server, json, shutil, sys, tempfile, threading, time
 from pathlib import Path
 
-from annotated_transformer.data import read_lines
-from annotated_transformer.runs import hardware
+from annotated_transformer.training.data import read_lines
+from annotated_transformer.engine.runs import hardware
 from live_parity import positive_int  # tools/, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent

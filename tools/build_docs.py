@@ -379,7 +379,7 @@ def _export_key() -> str:
     for name in sorted(LIVE_MODELS):
         m = ROOT/'pretrained'/name/'MANIFEST'
         h.update(m.read_bytes() if m.exists() else b'-')
-    for mod in ('onnx_export.py', 'onnx_parser.py'):
+    for mod in ('bench/onnx_export.py', 'bench/onnx_parser.py'):
         f = ROOT/'annotated_transformer'/mod
         h.update(f.read_bytes() if f.exists() else b'-')
     return h.hexdigest()[:16]
@@ -398,9 +398,9 @@ def ship_live(static: Path, quiet=False) -> dict:
     if not (cache/'done').exists():
         if LIVE_CACHE.exists(): shutil.rmtree(LIVE_CACHE)
         t0 = time.time()
-        from annotated_transformer.onnx_export import export_site_models
+        from annotated_transformer.bench.onnx_export import export_site_models
         export_site_models(cache, names=[n for n in LIVE_MODELS if n != 'ptb-chart'])
-        from annotated_transformer.onnx_parser import export_parser
+        from annotated_transformer.bench.onnx_parser import export_parser
         export_parser('ptb-chart', cache)
         (cache/'done').write_text(f'{time.time() - t0:.1f} s\n')
         if not quiet: print(f'exported the in-page models to ONNX in {time.time() - t0:.1f}s')

@@ -25,15 +25,15 @@ no gold trees here: nothing is tuned or chosen on it.
 import hashlib, json, os, sys, time
 from pathlib import Path
 import torch
-from annotated_transformer.parser import parse_gold
-from annotated_transformer.parsing_runs import evaluate_decoding, read_sentences
-from annotated_transformer.loading import load_model
-from annotated_transformer.kinds import kind_of_model
-from annotated_transformer.trees import ptb_trees, read_trees
-from annotated_transformer.evalb import evalb, evalb_breakdown, with_tags
-from annotated_transformer.checkpoint import CheckpointError, load_checkpoint
-from annotated_transformer.data import atomic_write
-from annotated_transformer.runs import hardware
+from annotated_transformer.parsing.parser import parse_gold
+from annotated_transformer.engine.parsing_runs import evaluate_decoding, read_sentences
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.engine.kinds import kind_of_model
+from annotated_transformer.parsing.trees import ptb_trees, read_trees
+from annotated_transformer.parsing.evalb import evalb, evalb_breakdown, with_tags
+from annotated_transformer.engine.checkpoint import CheckpointError, load_checkpoint
+from annotated_transformer.training.data import atomic_write
+from annotated_transformer.engine.runs import hardware
 
 DATA = Path("../shared/data")
 OUT = Path("results/ptb-chart")
@@ -68,7 +68,7 @@ EXPERIMENTS = {
 def experiments():
     "Dev F1 at each evaluation of the comparison runs, with their training time, into one CSV."
     import csv, io
-    from annotated_transformer.runs import read_metrics, read_run_info
+    from annotated_transformer.engine.runs import read_metrics, read_run_info
     rows = []
     for name, (what, commit) in EXPERIMENTS.items():
         run = Path("runs") / name
@@ -105,8 +105,8 @@ def dev(run: str):
 
 def example(run: str, index: int = 19):
     "The chart of one section-22 sentence (by default the 20th, 15 words): each span's best constituent score and label, and the tree CKY takes."
-    from annotated_transformer.chart_vocab import chart_batch
-    from annotated_transformer.spans import cky
+    from annotated_transformer.parsing.chart_vocab import chart_batch
+    from annotated_transformer.parsing.spans import cky
     ck = _best(run)
     model, vocab = load_model(ck, "at-parse")
     gold = ptb_trees("dev", DATA)[int(index)]
@@ -125,9 +125,9 @@ def example(run: str, index: int = 19):
 
 def average(run: str, ns: tuple[int, ...] = (2, 4, 8)):
     "Dev F1 of best.pt and of the averages of the run's last n checkpoints (written as RUN/averaged_last{n}.pt); dev chooses one."
-    from annotated_transformer.checkpoint import average_last, list_checkpoints
-    from annotated_transformer.chart_choices import choose_checkpoint
-    from annotated_transformer.precision import cpu_flags, NATIVE_BF16_FLAGS
+    from annotated_transformer.engine.checkpoint import average_last, list_checkpoints
+    from annotated_transformer.parsing.chart_choices import choose_checkpoint
+    from annotated_transformer.engine.precision import cpu_flags, NATIVE_BF16_FLAGS
     golds, rows = ptb_trees("dev", DATA), []
     for n in (0, *ns):
         if n > len(list_checkpoints(run)): print(f"{run} keeps fewer than {n} checkpoints"); continue
@@ -149,8 +149,8 @@ def fit(run: str, n: int = 1700, seed: int = 0):
     """How well the checkpoint fits what it trained on, against dev: EVALB F1 (CKY) and the span loss per sentence (eval mode, no
     dropout) on `n` training trees drawn with `seed` and on all of section 22 (1700). One entry per checkpoint in fit.json."""
     import random
-    from annotated_transformer.chart import ChartObjective
-    from annotated_transformer.chart_vocab import chart_loader
+    from annotated_transformer.parsing.chart import ChartObjective
+    from annotated_transformer.parsing.chart_vocab import chart_loader
     ck = _best(run)
     model, vocab = load_model(ck, "at-parse")
     objective = ChartObjective(vocab, model.cfg.loss)
@@ -234,7 +234,7 @@ def test23_ensemble(*runs: str, out_name: str = "test23-ensemble.json"):
     """The blind parse of section 23's words by an ensemble of two or more runs (the package's `chart_parse` of a list of parsers: CKY
     on the mean of their label log-probabilities, as `ensemble` scores it on section 22), beside the single model's:
     NAME.pred.txt and NAME.json (test23-ensemble by default). `at-parse --checkpoint RUN RUN ...` parses the same way."""
-    from annotated_transformer.chart import chart_parse
+    from annotated_transformer.parsing.chart import chart_parse
     models, vocab = _load_same_vocab("test23-ensemble", runs)
     sents = read_sentences(str(DATA / "ptb" / "test_23.words"), max_words(models, vocab))
     t0 = time.perf_counter()
@@ -254,8 +254,8 @@ def step_speed(steps: int = 24, warm: int = 4, rounds: int = 2):
     """Seconds per training step of the ptb-chart preset on WSJ batches, the package's step against the readable one
     (`fast_path.chart_step_speed`, nbs/32a_fast_path.ipynb): `steps` timed steps a block, after `warm`, for `rounds` rounds."""
     from dataclasses import replace
-    from annotated_transformer.tasks import task_preset, build_chart_data
-    from annotated_transformer.fast_path import chart_step_speed
+    from annotated_transformer.engine.tasks import task_preset, build_chart_data
+    from annotated_transformer.bench.fast_path import chart_step_speed
     torch.manual_seed(0)
     mcfg, tcfg, spec = task_preset("ptb-chart")
     data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
@@ -268,7 +268,7 @@ def decode(run: str, other: str):
     """Decoding choices on section 22, from the same span scores: the package's `decoding_choices` (CKY on the raw scores, a
     constant added to every non-empty label, label probabilities minus a threshold, and RUN and OTHER as an ensemble), each
     counted by `decoding_sums` (the trainer's `ChartObjective.eval_sums`)."""
-    from annotated_transformer.chart_choices import decoding_choices, decoding_sums
+    from annotated_transformer.parsing.chart_choices import decoding_choices, decoding_sums
     (m1, m2), vocab = _load_same_vocab("decode", (run, other))
     golds = ptb_trees("dev", DATA)
     t0 = time.perf_counter(); sums = decoding_sums([m1, m2], vocab, golds, decoding_choices()); seconds = time.perf_counter() - t0
@@ -280,7 +280,7 @@ def decode(run: str, other: str):
 
 def _prf(sums) -> dict:
     "F1, precision and recall of `decoding_sums`' counts (matched, gold, test, sentences)."
-    from annotated_transformer.evalb import bracket_prf
+    from annotated_transformer.parsing.evalb import bracket_prf
     s = bracket_prf(*sums[:3].tolist())
     return {k: s[k] for k in ("f1", "precision", "recall")}
 
@@ -296,7 +296,7 @@ def ensemble(*runs: str, out_name: str = "ensemble.json"):
     """Ensembles on section 22 (the package's `ensemble_choices`): each run alone, every pair, and (three or more runs) all of
     them, each CKY on the mean of its members' label log-probabilities, as the last row of `decode`. The runs may differ in size
     and precision; they must share the vocabulary (the same training trees and word features)."""
-    from annotated_transformer.chart_choices import decoding_sums, ensemble_choices
+    from annotated_transformer.parsing.chart_choices import decoding_sums, ensemble_choices
     models, vocab = _load_same_vocab("ensemble", runs)
     golds = ptb_trees("dev", DATA)
     t0 = time.perf_counter(); sums = decoding_sums(models, vocab, golds, ensemble_choices(len(runs))); seconds = time.perf_counter() - t0

@@ -17,8 +17,8 @@ sentences in error) is lifted, since ours scores every file to the end.
 """
 import gzip, hashlib, json, os, re, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
-from annotated_transformer.trees import parse_tree, TreeError
-from annotated_transformer.evalb import evalb_sentence, evalb, with_tags, EvalbParams
+from annotated_transformer.parsing.trees import parse_tree, TreeError
+from annotated_transformer.parsing.evalb import evalb_sentence, evalb, with_tags, EvalbParams
 
 DATA = Path("../shared/data/ptb")
 EVALB_C = Path(__file__).resolve().parents[1] / "tests" / "evalb_c"

@@ -16,15 +16,15 @@ from __future__ import annotations
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
-from annotated_transformer.data import read_lines
-from annotated_transformer.runs import hardware
+from annotated_transformer.training.data import read_lines
+from annotated_transformer.engine.runs import hardware
 
 ROOT = Path(__file__).resolve().parent.parent
 JS = ROOT/'tests'/'js'
 
 
 def data_dir() -> Path:
-    from annotated_transformer.data import default_data_dir
+    from annotated_transformer.training.data import default_data_dir
     return Path(default_data_dir())
 
 
@@ -34,8 +34,8 @@ def exported_models(out: Path) -> Path:
     import build_docs
     cache = build_docs.LIVE_CACHE/build_docs._export_key()
     if (cache/'done').exists(): return cache
-    from annotated_transformer.onnx_export import export_site_models
-    from annotated_transformer.onnx_parser import export_parser
+    from annotated_transformer.bench.onnx_export import export_site_models
+    from annotated_transformer.bench.onnx_parser import export_parser
     export_site_models(out, names=['multi30k-de-en'])
     export_parser('ptb-chart', out)
     return out
@@ -52,7 +52,7 @@ def _node(script: str, *args, input_path: Path) -> tuple[list[str], float]:
 
 def translation_parity(models: Path, limit: int | None = None, tmp: Path | None = None) -> dict:
     import sacrebleu
-    from annotated_transformer.shipped import pretrained
+    from annotated_transformer.engine.shipped_models import pretrained
     d = data_dir()/'multi30k'
     src = read_lines(d/'test_2016_flickr.de.gz')[:limit]
     ref = read_lines(d/'test_2016_flickr.en.gz')[:limit]
@@ -72,9 +72,9 @@ def translation_parity(models: Path, limit: int | None = None, tmp: Path | None 
 
 
 def parse_parity(models: Path, limit: int | None = None, tmp: Path | None = None) -> dict:
-    from annotated_transformer.shipped import pretrained
-    from annotated_transformer.trees import ptb_trees, parse_tree
-    from annotated_transformer.evalb import evalb, with_tags
+    from annotated_transformer.engine.shipped_models import pretrained
+    from annotated_transformer.parsing.trees import ptb_trees, parse_tree
+    from annotated_transformer.parsing.evalb import evalb, with_tags
     gold = ptb_trees('dev')[:limit]
     words = [t.words() for t in gold]
     t0, tp = time.time(), time.process_time()

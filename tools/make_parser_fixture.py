@@ -3,7 +3,7 @@ check the in-page parser's JS (docs_src/_static/live/cky.js, parser.js) against.
 
     python tools/make_parser_fixture.py
 
-- `charts`: hand-made and random span-score charts with the answers of `annotated_transformer.spans.cky` (labelled spans,
+- `charts`: hand-made and random span-score charts with the answers of `annotated_transformer.parsing.spans.cky` (labelled spans,
   the best score) and of `spans_to_tree` (the bracketed tree). Some charts hold small integers, so that many trees tie:
   the JS must break ties as torch's max does.
 - `inputs`: the piece ids `chart_batch` gives the shipped parser (pretrained/ptb-chart) for a few sentences: the graph's
@@ -13,8 +13,8 @@ No treebank text is in the file: the sentences are made up.
 import json
 from pathlib import Path
 import torch
-from annotated_transformer.spans import EMPTY, cky, spans_to_tree
-from annotated_transformer.chart_vocab import chart_batch
+from annotated_transformer.parsing.spans import EMPTY, cky, spans_to_tree
+from annotated_transformer.parsing.chart_vocab import chart_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "parser_cky.json"
@@ -53,7 +53,7 @@ def charts() -> list[dict]:
 
 
 def inputs() -> list[dict]:
-    from annotated_transformer.shipped import pretrained
+    from annotated_transformer.engine.shipped_models import pretrained
     vocab = pretrained("ptb-chart").vocab
     sentences = [["Hi"], ".".split(), "The cat sat on the mat .".split(),
                  "Mr. O'Brien ca n't pay $ 1,000 -LRB- about 1\\/2 -RRB- , he said .".split(),
@@ -63,7 +63,7 @@ def inputs() -> list[dict]:
 
 
 def main():
-    data = dict(about="made by tools/make_parser_fixture.py from annotated_transformer.spans and chart_batch; do not edit",
+    data = dict(about="made by tools/make_parser_fixture.py from annotated_transformer.parsing.spans and chart_batch; do not edit",
                 charts=charts(), inputs=inputs())
     OUT.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{OUT.relative_to(ROOT)}: {len(data['charts'])} charts, {len(data['inputs'])} inputs, {OUT.stat().st_size} bytes")

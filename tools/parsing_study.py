@@ -9,15 +9,15 @@ The predicted dev trees go to runs/ptb-shared-eval/ (not committed: they hold th
 import hashlib, json, os, sys
 from pathlib import Path
 import torch
-from annotated_transformer.parser import TreeConstraint
-from annotated_transformer.parsing_runs import evaluate_decoding
-from annotated_transformer.loading import load_model
-from annotated_transformer.trees import ptb_trees, delinearize
-from annotated_transformer.evalb import evalb, with_tags
-from annotated_transformer.parsing_runs import read_sentences
-from annotated_transformer.attention import padding_mask
-from annotated_transformer.decode import beam_search, greedy_decode, score_hypothesis
-from annotated_transformer.runs import hardware
+from annotated_transformer.parsing.parser import TreeConstraint
+from annotated_transformer.engine.parsing_runs import evaluate_decoding
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.parsing.trees import ptb_trees, delinearize
+from annotated_transformer.parsing.evalb import evalb, with_tags
+from annotated_transformer.engine.parsing_runs import read_sentences
+from annotated_transformer.architecture.attention import padding_mask
+from annotated_transformer.training.decode import beam_search, greedy_decode, score_hypothesis
+from annotated_transformer.engine.runs import hardware
 
 CKPT = Path("../shared/models/ptb-small-h100/checkpoint.pt")
 SOURCE = ("../shared/models/ptb-small-h100: ptb-small trained on one H100 by the project's code at 5da1a12 "

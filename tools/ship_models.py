@@ -10,14 +10,14 @@ size), and RESULTS/shipped.json records every score: the same step `at-evaluate 
 from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
-from annotated_transformer.checkpoint import load_checkpoint
-from annotated_transformer.loading import load_model
-from annotated_transformer.data import atomic_write, default_data_dir
-from annotated_transformer.runs import source_commit
-from annotated_transformer.shipped import ship
-from annotated_transformer.chart_choices import decoding_sums
-from annotated_transformer.evalb import bracket_prf
-from annotated_transformer.trees import ptb_trees
+from annotated_transformer.engine.checkpoint import load_checkpoint
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.training.data import atomic_write, default_data_dir
+from annotated_transformer.engine.runs import source_commit
+from annotated_transformer.engine.shipped_models import ship
+from annotated_transformer.parsing.chart_choices import decoding_sums
+from annotated_transformer.parsing.evalb import bracket_prf
+from annotated_transformer.parsing.trees import ptb_trees
 
 
 def chart_dev_f1(ck, trees) -> float:

@@ -6,8 +6,8 @@ RNN_BUDGET_S is the wall-clock budget the run trained for (results/multi30k-rnn/
 """
 import argparse, json, os, sys
 from pathlib import Path
-from annotated_transformer.recipes import load_recipe
-from annotated_transformer.evaluation import evaluate_run
+from annotated_transformer.engine.recipes import load_recipe
+from annotated_transformer.engine.evaluation import evaluate_run
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)

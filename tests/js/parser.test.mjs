@@ -1,5 +1,5 @@
 // The in-page parser's JS against the Python parser: Penn Treebank tokenization (ptb_tokenize.js), CKY and the tree
-// (cky.js, on charts whose answers tools/make_parser_fixture.py computed with annotated_transformer.spans), and the
+// (cky.js, on charts whose answers tools/make_parser_fixture.py computed with annotated_transformer.parsing.spans), and the
 // graph's input (parser.js's pieceIds against chart_batch). The whole path with the ONNX graph is in tests/test_onnx_parser.py.
 //   node --test tests/js/
 import test from "node:test";

@@ -1,4 +1,4 @@
-/* CKY over a chart parser's span scores, and the tree it finds: annotated_transformer.spans (nbs/19a_spans.ipynb) in JS.
+/* CKY over a chart parser's span scores, and the tree it finds: annotated_transformer.parsing.spans (nbs/19a_spans.ipynb) in JS.
  *
  *   import {cky, spansToTree, treeToString} from "./cky.js";
  *   const {spans, score} = cky(scores, n, L);   // scores: Float32Array (n+1, n+1, L), label 0 the empty label (score 0)

@@ -1,0 +1,1 @@
+"""The console scripts: their start-up plumbing (console) and every command line (cli)."""

@@ -1,0 +1,1 @@
+"""Part II, training (§5): data, batches, the optimizer and its schedule, label smoothing, decoding, BLEU, the copy task."""
