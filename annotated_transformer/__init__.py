@@ -47,11 +47,11 @@ def __getattr__(name: str):
 
 def __dir__(): return sorted(list(globals()) + __all__)
 
-def _script(func: str, prog: str):
+def _script(func: str, prog: str, module: str = "cli"):
     "A console script's entry point: it imports the command line (and torch) itself, so that Ctrl-C during that import is one line and exit 130."
     def load():  # the slow part, called by `start` once its signal handler is in place; by name, as every root name is
         import importlib
-        return getattr(importlib.import_module(f"{__name__}.commands.cli"), func)
+        return getattr(importlib.import_module(f"{__name__}.commands.{module}"), func)
     def main():
         # first of all (`_signal` is built in: nothing to load): Ctrl-C and SIGTERM wait, blocked, for `start`'s handler
         import _signal as s
@@ -64,4 +64,5 @@ def _script(func: str, prog: str):
 
 # the console scripts of settings.ini (`at-train=annotated_transformer:at_train`, ...)
 at_train, at_translate, at_evaluate = _script("train_main", "at-train"), _script("translate_main", "at-translate"), _script("evaluate_main", "at-evaluate")
-at_parse, at_variations, at_bench = _script("parse_main", "at-parse"), _script("variations_main", "at-variations"), _script("bench_main", "at-bench")
+at_parse = _script("parse_main", "at-parse")
+at_variations, at_bench = _script("variations_main", "at-variations", "experiments"), _script("bench_main", "at-bench", "experiments")

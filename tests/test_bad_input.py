@@ -26,8 +26,8 @@ ENTRY = {
     "at-translate": "annotated_transformer.commands.cli:translate_main",
     "at-evaluate": "annotated_transformer.commands.cli:evaluate_main",
     "at-parse": "annotated_transformer.commands.cli:parse_main",
-    "at-variations": "annotated_transformer.commands.cli:variations_main",
-    "at-bench": "annotated_transformer.commands.cli:bench_main",
+    "at-variations": "annotated_transformer.commands.experiments:variations_main",
+    "at-bench": "annotated_transformer.commands.experiments:bench_main",
 }
 
 REPO = Path(__file__).resolve().parents[1]
@@ -235,7 +235,7 @@ def va(c, *extra, out=None, data=None, rows=("C N=2",)):
 
 def grid_with(c, table: str | bytes | None = None, settings: str | None = None, **kw) -> list[str]:
     "A grid directory whose settings.json matches the argv (unless given) and whose table3.csv holds `table`."
-    from annotated_transformer.commands.cli import variations_parser
+    from annotated_transformer.commands.experiments import variations_parser
     from annotated_transformer.engine.grid import GridSettings
     argv = va(c, **kw)
     a = vars(variations_parser().parse_args(argv))

@@ -6,7 +6,7 @@ from annotated_transformer.bench.benchmarks import (TorchReference, copy_to_refe
 from annotated_transformer.bench.fast_path import bench_compile, bench_loss, bench_adam, bench_mfu, VARIANTS, readable_chart, chart_span_loss, chart_step_speed
 from annotated_transformer.bench.scaling import bench_memory
 from annotated_transformer.bench.bench_suite import BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
-from annotated_transformer.commands.cli import bench_main
+from annotated_transformer.commands.experiments import bench_main
 from annotated_transformer.training.decode import greedy_decode, beam_search
 from annotated_transformer.architecture.attention import padding_mask
 import subprocess, sys
@@ -186,7 +186,7 @@ def test_memory_on_cuda():
 def test_console_script_exits_0_and_prints_on_stdout(tmp_path):
     "The `at-bench` entry point (sys.exit(bench_main())) exits 0 and prints its table on stdout, not a dict on stderr."
     out = tmp_path / "b.json"
-    code = "import sys; from annotated_transformer.commands.cli import bench_main; sys.exit(bench_main())"
+    code = "import sys; from annotated_transformer.commands.experiments import bench_main; sys.exit(bench_main())"
     repo = str(Path(__file__).resolve().parents[1])
     p = subprocess.run([sys.executable, "-c", code, "--presets", "tiny", "--reps", "1", "--benchmarks", "train,adam",
                         "--out", str(out)], capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": repo})

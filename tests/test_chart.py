@@ -282,3 +282,42 @@ def test_choose_checkpoint_keeps_best_unless_clearly_beaten():
     assert choose_checkpoint([89.9, 89.95], margin=0) == 1
     rec = json.loads((Path(__file__).resolve().parents[1] / "results" / "ptb-chart" / "averaging.json").read_text())
     assert rec["rows"][choose_checkpoint([r["f1"] for r in rec["rows"]])]["checkpoint"] == rec["chosen"]
+
+
+def test_parse_ships_the_parser_it_scored(trained, cli, tmp_path, monkeypatch):
+    "`at-parse --gold TREES --ship NAME`: the checkpoint ships in the smallest precision that reproduces the F1 it printed."
+    import json
+    from annotated_transformer import pretrained
+    monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path / "shipped"))
+    gold = tmp_path / "gold.txt"
+    gold.write_text("(TOP (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)))\n"
+                    "(TOP (S (NP (NNS Prices)) (VP (VBD rose) (ADVP (RB sharply)) (PP (IN in) (NP (NNP October)))) (. .)))\n")
+    args = ["--checkpoint", trained / "best.pt", "--gold", gold, "--results", tmp_path / "res"]
+    r = cli(parse_main, *args, "--ship", "tiny-chart")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads((tmp_path / "res" / "shipped.json").read_text())
+    printed = float(r.stderr.split(" F1 ")[1].split()[0])
+    assert round(rec["row"], 2) == printed and sorted(rec["scores"]) == ["bfloat16", "float16", "float32"]
+    assert abs(rec["scores"][rec["stored"]]["f1"] - rec["row"]) <= 0.05 and "at-parse: shipped tiny-chart: " in r.stderr
+    assert (tmp_path / "res" / "metrics.jsonl").read_bytes() == (trained / "metrics.jsonl").read_bytes()
+    ck = load_checkpoint(tmp_path / "shipped" / "tiny-chart")
+    prov = ck.more["provenance"]
+    assert prov["checkpoint"] == "best.pt" and prov["steps"] == load_checkpoint(trained / "best.pt").step
+    assert "ptb-chart-sample" in prov["command"] and prov["reproduces"]["value"] == rec["row"]
+    m = cli(parse_main, "--model", "tiny-chart", stdin="The dog saw a cat .\n")
+    assert m.returncode == 0 and parse_tree(m.stdout.strip()).words() == "The dog saw a cat .".split(), m.stderr
+    assert type(pretrained("tiny-chart")).__name__ == "ConstituencyParser"
+    # refused before anything is parsed or written: no --gold, no run, a shipped model, an ensemble, a name taken
+    lone = tmp_path / "lone"; lone.mkdir(); (lone / "best.pt").write_bytes((trained / "best.pt").read_bytes())
+    for argv, code, says in (
+            (["--checkpoint", trained / "best.pt", "--results", tmp_path / "r2", "--ship", "x"], 2, "needs --gold"),
+            (["--model", "tiny-chart", "--gold", gold, "--results", tmp_path / "r2", "--ship", "x"], 2, "needs one --checkpoint"),
+            (["--checkpoint", trained / "best.pt", trained / "best.pt", "--gold", gold, "--results", tmp_path / "r2", "--ship", "x"],
+             2, "needs one --checkpoint"),
+            (["--checkpoint", trained / "best.pt", "--gold", gold, "--ship", "x"], 2, "needs --results"),
+            ([*args[:4], "--results", tmp_path / "r2", "--ship", "tiny-chart"], 2, "exists; remove it or choose another name"),
+            (["--checkpoint", lone / "best.pt", "--gold", gold, "--results", tmp_path / "r2", "--ship", "x"], 1,
+             "no run.json beside it")):
+        r = cli(parse_main, *argv)
+        assert r.returncode == code and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+        assert not (tmp_path / "r2").exists() and not (tmp_path / "shipped" / "x").exists()

@@ -125,8 +125,8 @@ def test_in_process_runs_leave_denormals_alone():
 # ---------------------------------------------------------------- issue 63: the commands agree
 
 import argparse, re, signal, time
-from annotated_transformer.commands.cli import (translate_main, evaluate_main, parse_main, variations_main, bench_main, translate_parser,
-                                       evaluate_parser, parse_parser, variations_parser, bench_parser)
+from annotated_transformer.commands.cli import translate_main, evaluate_main, parse_main, translate_parser, evaluate_parser, parse_parser
+from annotated_transformer.commands.experiments import variations_main, bench_main, variations_parser, bench_parser
 from annotated_transformer.commands.console import DEVICE_HELP, device_name
 from conftest import run_entry
 

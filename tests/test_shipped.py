@@ -126,7 +126,7 @@ def _kind(name: str) -> str: return json.loads((SHIPPED / name / "config.json").
 @pytest.mark.slow  # section 22 parsed once: seconds
 @pytest.mark.parametrize("name", [n for n in REAL if _kind(n) == "chart"])
 def test_shipped_parser_reproduces_its_dev_f1(name, shared_data, monkeypatch):
-    "Dev F1 on all of section 22 from the shipped files, within 0.1 of the row that tools/ship_models.py measured on the run's checkpoint."
+    "Dev F1 on all of section 22 from the shipped files, within 0.1 of the row measured on the run's checkpoint when it shipped."
     from annotated_transformer.parsing.chart_choices import decoding_sums
     from annotated_transformer.parsing.evalb import bracket_prf
     from annotated_transformer.parsing.trees import ptb_trees

@@ -1,7 +1,7 @@
 """Table 3 variations: the row mapping (every row of the paper present, A keeps h*d_k constant, scaled configs valid,
 parameter counts move the paper's way), and the grid's CSV writer / resume on a tiny grid."""
 import csv, json, os, subprocess, sys
-from annotated_transformer.commands.cli import variations_main
+from annotated_transformer.commands.experiments import variations_main
 from dataclasses import replace
 from pathlib import Path
 import pytest
@@ -234,7 +234,7 @@ def test_parallel_grid_stops_on_a_signal_and_continues(shared_data, tmp_path):
     "SIGTERM to at-variations --workers 2 reaches both workers: each saves a checkpoint; the same command again finishes both runs."
     import signal, time
     out = tmp_path / "g"
-    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.commands.cli import variations_main; sys.exit(variations_main())", "--rows", "base", "--seeds", "0,1", "--workers", "2",
+    cmd = [sys.executable, "-c", "import sys; from annotated_transformer.commands.experiments import variations_main; sys.exit(variations_main())", "--rows", "base", "--seeds", "0,1", "--workers", "2",
            "--out", str(out), "--data_dir", str(shared_data), "--steps", "400", "--max_tokens", "512", "--vocab_size", "400",
            "--width", "16", "--n_train", "200", "--n_valid", "8", "--beam_size", "1", "--precision", "fp32"]
     p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -287,7 +287,7 @@ def test_a_row_stopped_while_scored_is_scored_again(shared_data, tmp_path, monke
 
 def test_a_grid_stopped_by_sigterm_exits_143_by_its_signal_not_its_message(monkeypatch, tmp_path):
     "at-variations reads which signal stopped a grid from `Stopped.signal`; it used to look for 'SIGTERM' in the message."
-    from annotated_transformer.commands import cli
+    from annotated_transformer.commands import experiments as cli
     def stopped(*a, **k): raise V.Stopped("2 unfinished run(s) saved their checkpoints", "SIGTERM")
     monkeypatch.setattr(cli, "run_grid", stopped)
     assert cli.variations_main(["--rows", "base", "--out", str(tmp_path / "grid"), "--device", "cpu"]) == 143
@@ -298,9 +298,9 @@ def test_a_grid_stopped_by_sigterm_exits_143_by_its_signal_not_its_message(monke
 
 def test_device_has_one_default_everywhere():
     "Every command's --device and every settings record default to 'auto' (a CUDA GPU when there is one, else the CPU)."
-    from annotated_transformer.commands import cli
+    from annotated_transformer.commands import cli, experiments
     from annotated_transformer.engine.config import TrainConfig
     parsers = [cli.train_argparser("copy"), cli.translate_parser(), cli.evaluate_parser(), cli.parse_parser(),
-               cli.variations_parser(), cli.bench_parser()]
+               experiments.variations_parser(), experiments.bench_parser()]
     assert [p.get_default("device") for p in parsers] == ["auto"] * len(parsers)
     assert TrainConfig().device == V.GridSettings().device == "auto"

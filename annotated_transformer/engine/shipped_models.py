@@ -14,11 +14,12 @@ from .loading import load_model
 from ..training.data import read_json, atomic_write, Corpus, sha256_file
 from .kinds import KINDS, ModelKind, kind_named, Translator, ConstituencyParser
 from ..translation.translation import score_corpus
-from .runs import source_commit
+from .runs import source_commit, read_metrics
+from ..parsing.parser import parse_gold
 
 # %% auto #0
 __all__ = ['SHIP_MARGIN', 'SHIP_PRECISIONS', 'shipped_dir', 'shipped_kind', 'shipped_names', 'shipped_path', 'pretrained',
-           'write_shipped', 'as_stored', 'check_ship_name', 'ship', 'ship_translation']
+           'write_shipped', 'as_stored', 'check_ship_name', 'ship', 'ship_translation', 'training_run', 'ship_parser']
 
 # %% ../../nbs/38_shipped_models.ipynb #21ef0703
 def shipped_dir() -> Path:
@@ -161,3 +162,35 @@ def ship_translation(ck: Checkpoint, # the checkpoint (or average) at-evaluate c
                                       metric=f"sacreBLEU ({test.split}, beam {beam['beam_size']}, "
                                              f"alpha {beam['alpha']})"))
     return ship(ck, name, bleu, beam["bleu"], "bleu", provenance, out_dir, log)
+
+def training_run(ck: Checkpoint) -> Path:
+    "The training run of a checkpoint file (run.json and metrics.jsonl stand beside it), else a `CheckpointError`."
+    run = Path(ck.path).parent if ck.path else None
+    missing = [f for f in ("run.json", "metrics.jsonl") if run is None or not (run / f).is_file()]
+    if missing: raise CheckpointError(f"{ck.where}: no {missing[0]} beside it; a model ships from a checkpoint of its "
+                                      "training run (at-train ... --run-dir), whose record it keeps")
+    return run
+
+def ship_parser(ck: Checkpoint, # the parser's checkpoint, from its training run (`best.pt`: the best on dev)
+                golds: list, # the gold trees its row is measured on (section 22: dev)
+                row: float, # its F1 on them with the weights as trained: the row the shipped weights must reproduce
+                name: str, # its shipped name
+                results_dir: str | Path, # where shipped.json, and the run's metrics.jsonl and run.json, go
+                gold_name: str = "the gold trees", # what they are, for the record
+                device: str = "cpu", log: Callable = print, **decode) -> dict:
+    """Ship a parser from its training run (`at-parse --gold TREES --ship NAME`): its F1 on the gold trees, as at-parse
+    printed it, is the row."""
+    run = training_run(ck)
+    info, rows = read_json(run / "run.json", CheckpointError), read_metrics(run)
+    def f1(c):
+        p = load_model(c, "at-parse", device)
+        return parse_gold(p.model, p.vocab, golds, decode=p.kind.run, **decode)["scores"]["all"]["f1"]
+    results = Path(results_dir); results.mkdir(parents=True, exist_ok=True)
+    for f in ("metrics.jsonl", "run.json"):  # the curve and the command; no treebank words
+        atomic_write(results / f, (run / f).read_bytes())
+    metric = f"bracket F1, EVALB COLLINS.prm, all {len(golds)} sentences of {gold_name}, decoded as at-parse decodes it"
+    provenance = dict(run=str(run), results=str(results / "shipped.json"), checkpoint=Path(ck.where).name,
+                      command=info["command"], resumed=[r["command"] for r in info.get("resumed", [])], steps=ck.step,
+                      hardware=info["hardware"], train_s=round(max((r.get("train_s", 0) for r in rows), default=0), 1),
+                      commit=source_commit(), reproduces=dict(metric=metric, value=row))
+    return ship(ck, name, f1, row, "f1", provenance, results, log)
