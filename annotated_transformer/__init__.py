@@ -65,4 +65,5 @@ def _script(func: str, prog: str, module: str = "cli"):
 # the console scripts of settings.ini (`at-train=annotated_transformer:at_train`, ...)
 at_train, at_translate, at_evaluate = _script("train_main", "at-train"), _script("translate_main", "at-translate"), _script("evaluate_main", "at-evaluate")
 at_parse = _script("parse_main", "at-parse")
-at_variations, at_bench = _script("variations_main", "at-variations", "experiments"), _script("bench_main", "at-bench", "experiments")
+at_variations = _script("variations_main", "at-variations", "experiments")
+at_bench = _script("bench_main", "at-bench", "experiments")

@@ -93,7 +93,7 @@ def test_too_long_pairs_filtered_and_counted_never_truncated():
 
 
 def test_unknown_recipe_lists_known_ones():
-    with pytest.raises(ValueError, match="unknown recipe 'multi31k'; known recipes: copy, iwslt14, multi30k") as e:
+    with pytest.raises(ValueError, match="unknown recipe 'multi31k'; known recipes: copy, folder, iwslt14, multi30k") as e:
         load_recipe("multi31k")
     assert "wmt14" in str(e.value)  # other modules (parsing) may have registered more recipes in this process
 

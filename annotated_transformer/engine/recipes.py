@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-from ..training.data import Corpus, copy_task_pairs, read_parallel, default_data_dir, default_cache_dir, fetch
+from ..training.data import (Corpus, copy_task_pairs, read_parallel, read_lines, default_data_dir,
+                                                 default_cache_dir, fetch)
 
 # %% auto #0
-__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'RECIPES', 'download_multi30k', 'Recipe', 'register_recipe', 'recipe_files',
+__all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'FOLDER_SPLITS', 'MIN_PAIRS', 'RECIPES', 'download_multi30k', 'folder_languages',
+           'folder_files', 'read_pairs', 'check_folder', 'load_folder', 'Recipe', 'register_recipe', 'recipe_files',
            'load_recipe']
 
 # %% ../../nbs/28a_recipes.ipynb #b67bb124
@@ -31,6 +33,79 @@ def download_multi30k(cache_dir: str | Path | None = None, # default: `default_c
     out = Path(cache_dir or default_cache_dir()) / "multi30k"
     for name, sha in MULTI30K_SHA256.items(): fetch(base_url + name, out / name, sha)
     return out
+
+# %% ../../nbs/28a_recipes.ipynb #853f4d8a
+FOLDER_SPLITS = {"train": ("train",), "valid": ("valid", "val", "dev")}  # a split's stems, in the order looked for
+MIN_PAIRS = 1000  # fewer training pairs than this teach a Transformer nothing worth keeping
+
+def _file(d: Path, stem: str, lang: str) -> Path | None:
+    "`d/stem.lang`, else `d/stem.lang.gz`, else None."
+    return next((p for p in (d / f"{stem}.{lang}", d / f"{stem}.{lang}.gz") if p.is_file()), None)
+
+def folder_languages(d: str | Path) -> set[str]:
+    "The language codes of the files of a folder (`train.fr`, `val.en.gz`: fr, en)."
+    return {p.name.removesuffix(".gz").rsplit(".", 1)[-1] for p in Path(d).iterdir() if p.is_file()
+            and "." in p.name.removesuffix(".gz")}
+
+def folder_files(d: str | Path, split: str, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
+    """The two files of a split in a folder of your own: `train`, `valid` (`valid`, `val` or `dev`), `test` (the first
+    `test*` stem with both languages) or any stem by its name."""
+    d = Path(d)
+    stems = FOLDER_SPLITS.get(split) or (sorted({p.name.split(".")[0] for p in d.glob("test*")}) if split == "test"
+                                         else (split,))
+    for stem in stems:
+        s, t = _file(d, stem, src_lang), _file(d, stem, tgt_lang)
+        if s and t: return s, t
+        if s or t:
+            raise ValueError(f"{s or t}: has no {tgt_lang if s else src_lang} side; expected {stem}.{src_lang} and "
+                             f"{stem}.{tgt_lang}, line i of one translating line i of the other")
+    names = " or ".join(f"{x}.{src_lang}" for x in stems) or f"test*.{src_lang}"
+    raise ValueError(f"{d}: no {names} (plain or .gz); a folder of your own holds train.{src_lang} and "
+                     f"train.{tgt_lang}, valid (or val, dev), and test* splits, one sentence per line")
+
+def read_pairs(src: Path, tgt: Path, split: str) -> Corpus:
+    "Two aligned files as a `Corpus`; refused in one line naming the file and line: empty, unequal, one-sided lines."
+    a, b = read_lines(src), read_lines(tgt)  # not UTF-8: the file and the line
+    for p, lines in ((src, a), (tgt, b)):
+        if not any(l.strip() for l in lines): raise ValueError(f"{p}: empty; expected one sentence per line")
+    if len(a) != len(b):
+        raise ValueError(f"{src}: {len(a)} lines, but {tgt} has {len(b)}; line i of one translates line i of the other")
+    for i, (x, y) in enumerate(zip(a, b)):
+        if bool(x.strip()) != bool(y.strip()):
+            empty, full = (src, tgt) if not x.strip() else (tgt, src)
+            raise ValueError(f"{empty}, line {i + 1}: empty, but line {i + 1} of {full.name} is not; a pair needs both "
+                             "sides (a line empty on both sides is skipped)")
+    keep = [i for i, x in enumerate(a) if x.strip()]
+    return Corpus([a[i] for i in keep], [b[i] for i in keep], f"{src} | {tgt}", split,
+                  dict(read=len(a), blank=len(a) - len(keep), kept=len(keep)))
+
+def check_folder(d: str | Path, src_lang: str, tgt_lang: str, min_pairs: int = MIN_PAIRS) -> dict[str, Corpus]:
+    "Every split of a folder of your own, read and checked before anything is trained: {split: `Corpus`}."
+    d = Path(d)
+    if not d.is_dir(): raise ValueError(f"{d}: not a directory; expected a folder with train.SRC and train.TGT")
+    langs = folder_languages(d)
+    for opt, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang)):
+        known = ", ".join(sorted(langs)) or "none"
+        if not lang: raise ValueError(f"{opt}: needed with a folder of your own (its languages: {known})")
+        if lang not in langs: raise ValueError(f"{opt} {lang}: {d} has no file in it (its languages: {known})")
+    if src_lang == tgt_lang: raise ValueError(f"--src-lang and --tgt-lang are both {src_lang}; expected two languages")
+    out = {s: read_pairs(*folder_files(d, s, src_lang, tgt_lang), s) for s in ("train", "valid")}
+    tests = sorted({p.name.split(".")[0] for p in d.glob("test*")})
+    out |= {s: read_pairs(*folder_files(d, s, src_lang, tgt_lang), s) for s in tests}
+    n = len(out["train"])
+    if n < min_pairs:
+        raise ValueError(f"{folder_files(d, 'train', src_lang, tgt_lang)[0]}: {n} sentence pairs; at least {min_pairs} "
+                         "are needed to learn from (Multi30k has 29,000)")
+    return out
+
+def load_folder(split: str = "train", data_dir: str | Path | None = None, src_lang: str | None = None,
+                tgt_lang: str | None = None, **kw) -> Corpus:
+    "One split of a folder of your own (the `folder` recipe; `data_dir` is the folder itself)."
+    if not (src_lang and tgt_lang): raise ValueError("the folder recipe needs src_lang and tgt_lang")
+    if data_dir is None: raise ValueError("the folder recipe needs data_dir, the folder")
+    c = read_pairs(*folder_files(data_dir, split, src_lang, tgt_lang), split)
+    c.name = "folder"
+    return c
 
 # %% ../../nbs/28a_recipes.ipynb #5e92aa6b
 @dataclass
@@ -55,7 +130,8 @@ RECIPES: dict[str, Recipe | Callable] = {
                     "WMT14 en-de: concatenate the training corpora of "
                     "https://www.statmt.org/wmt14/translation-task.html "
                     "into aligned train.en / train.de; newstest2013/2014 come from the same page (dev and test sets, "
-                    "plain text, one sentence per line) or `sacrebleu --echo src/ref -t wmt13/wmt14 -l en-de`.")}
+                    "plain text, one sentence per line) or `sacrebleu --echo src/ref -t wmt13/wmt14 -l en-de`."),
+    "folder": load_folder}  # a folder of your own: `data_dir` is the folder, with `src_lang` and `tgt_lang` (above)
 
 def register_recipe(name: str, recipe: Recipe | Callable):
     "Add a recipe: a `Recipe`, or a function `(split, data_dir, **kw) -> Corpus`."
@@ -98,7 +174,9 @@ def load_recipe(name: str, # "copy", "multi30k", "iwslt14", "wmt14" or a registe
         return Corpus([s for s, _ in pairs], [t for _, t in pairs], "copy", split,
                       dict(read=len(pairs), kept=len(pairs)))
     recipe = _get_recipe(name)
-    if callable(recipe): return recipe(split=split, data_dir=data_dir, **kw)
+    if callable(recipe):  # a function: the languages when given, and anything else it takes
+        langs = {k: v for k, v in (("src_lang", src_lang), ("tgt_lang", tgt_lang)) if v}
+        return recipe(split=split, data_dir=data_dir, **langs, **kw)
     src, tgt, hint = recipe_files(name, split, data_dir, src_lang, tgt_lang)
     if name == "multi30k" and not (src.is_file() and tgt.is_file()):
         cached = Path(cache_dir or default_cache_dir())

@@ -11,7 +11,7 @@ from typing import Callable
 import torch.distributed as dist
 from .config import TransformerConfig, TrainConfig
 from ..training.data import copy_task_pairs, encode_pairs, SubwordTokenizer
-from .recipes import load_recipe
+from .recipes import load_recipe, check_folder
 from ..training.batching import make_loader
 from ..training.copy_task import copy_config
 from ..before.background import RNNConfig
@@ -22,8 +22,8 @@ from ..parsing.chart_vocab import ChartVocab, chart_loader
 from ..parsing.parser import ParsingVocab, encode_trees
 
 # %% auto #0
-__all__ = ['PARSING_RECIPES', 'TASKS', 'DataSpec', 'Task', 'TaskData', 'build_data', 'build_chart_data', 'build_parsing_data',
-           'task_preset', 'ModelSpec', 'model_config']
+__all__ = ['PARSING_RECIPES', 'SIZES', 'TASKS', 'DataSpec', 'Task', 'TaskData', 'build_data', 'sized_to', 'build_chart_data',
+           'build_parsing_data', 'task_preset', 'ModelSpec', 'model_config']
 
 # %% ../../nbs/29_tasks.ipynb #0c5e2941
 @dataclass
@@ -98,8 +98,14 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
         tok = None
     else:
         langs = dict(src_lang=spec.src_lang or None, tgt_lang=spec.tgt_lang or None)
-        train = load_recipe(spec.recipe, "train", data_dir, download=spec.download, **langs)
-        val = load_recipe(spec.recipe, spec.valid_split, data_dir, download=spec.download, **langs)
+        if spec.recipe == "folder":  # a folder of your own: every split read and checked first, the model sized to it
+            if not spec.data_dir: raise ValueError("--data-dir: needed: the folder of your own parallel text")
+            splits = check_folder(spec.data_dir, spec.src_lang, spec.tgt_lang)
+            train, val = splits["train"], splits["valid"]
+            mcfg, spec = sized_to(len(train), mcfg, spec, log=print if rank == 0 else None)
+        else:
+            train = load_recipe(spec.recipe, "train", data_dir, download=spec.download, **langs)
+            val = load_recipe(spec.recipe, spec.valid_split, data_dir, download=spec.download, **langs)
         # rank 0 trains it; under DDP the others receive it (it is stored in every checkpoint)
         if tokenizer_state is None:
             state = [SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size).state_dict()
@@ -114,6 +120,30 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
     val_loader = make_loader(val_ids, tcfg.max_tokens, shuffle=False, rank=rank, world_size=world_size)
     if tok is not None: mcfg = replace(mcfg, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size)
     return TaskData(train_loader, val_loader, tok, mcfg)
+
+# %% ../../nbs/29_tasks.ipynb #56729d11
+# (least training pairs, name, model fields, shared vocabulary, why): the first row the corpus reaches, from the top
+SIZES = [
+    (1_000_000, "the paper's base model", dict(d_model=512, d_ff=2048, n_heads=8, n_layers=6, dropout=0.1,
+                                               norm_first=False), 32000,
+     "as §6.1 trains on millions of pairs: meant for a GPU (wmt14-base's settings)"),
+    (20_000, "the Multi30k recipe", dict(d_model=256, d_ff=1024, n_heads=4, n_layers=3, dropout=0.15,
+                                         norm_first=True), 8000,
+     "as 14_translation trains on Multi30k's 29,000 pairs"),
+    (0, "a smaller model", dict(d_model=128, d_ff=512, n_heads=4, n_layers=2, dropout=0.3, norm_first=True), 4000,
+     "for fewer than 20,000 pairs: half the Multi30k recipe's width, more dropout"),
+]
+
+def sized_to(n_pairs: int, mcfg: TransformerConfig, spec: DataSpec, log: Callable | None = print,
+            ) -> tuple[TransformerConfig, DataSpec]:
+    "The model and vocabulary of `SIZES` for `n_pairs` training pairs; a field unlike the task's default stays."
+    _, name, sizes, vocab, why = next(s for s in SIZES if n_pairs >= s[0])
+    task = TASKS["translate"]
+    mcfg = replace(mcfg, **{k: v for k, v in sizes.items() if getattr(mcfg, k) == getattr(task.model, k)})
+    if spec.vocab_size == task.data.vocab_size: spec = replace(spec, vocab_size=vocab)
+    if log: log(f"translate: {n_pairs:,} training pairs: {name} ({mcfg.n_layers} layers, d_model {mcfg.d_model}, "
+                f"a shared vocabulary of {spec.vocab_size}), {why}")
+    return mcfg, spec
 
 # %% ../../nbs/29_tasks.ipynb #c53cf270
 def build_chart_data(spec: DataSpec, mcfg: ChartConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
@@ -177,6 +207,15 @@ TASKS = {t.name: t for t in [
          TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
                      keep_last=10, run_dir="runs/multi30k"),
          DataSpec("multi30k", "val", 8000, download=True)),
+    Task("translate",
+         "your own parallel text: --data-dir DIR --src-lang fr --tgt-lang en reads DIR/train.fr and train.en, valid "
+         "(or val, dev) and test*, plain or .gz; the model sized to the corpus",
+         build_data,
+         TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
+                           n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # the Multi30k recipe; `sized_to`
+         TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
+                     keep_last=10, run_dir="runs/translate"),
+         DataSpec("folder", "valid", 8000), model_choice=False),
     Task("iwslt14",
          "IWSLT14 German->English with fairseq's transformer_iwslt_de_en settings (data not downloaded for you)",
          build_data,
