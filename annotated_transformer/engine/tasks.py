@@ -139,7 +139,8 @@ def sized_to(n_pairs: int, mcfg: TransformerConfig, spec: DataSpec, log: Callabl
     "The model and vocabulary of `SIZES` for `n_pairs` training pairs; a field unlike the task's default stays."
     _, name, sizes, vocab, why = next(s for s in SIZES if n_pairs >= s[0])
     task = TASKS["translate"]
-    mcfg = replace(mcfg, **{k: v for k, v in sizes.items() if getattr(mcfg, k) == getattr(task.model, k)})
+    # `--model rnn`: the fields its config shares
+    mcfg = replace(mcfg, **{k: v for k, v in sizes.items() if getattr(mcfg, k, None) == getattr(task.model, k)})
     if spec.vocab_size == task.data.vocab_size: spec = replace(spec, vocab_size=vocab)
     if log: log(f"translate: {n_pairs:,} training pairs: {name} ({mcfg.n_layers} layers, d_model {mcfg.d_model}, "
                 f"a shared vocabulary of {spec.vocab_size}), {why}")
@@ -215,7 +216,7 @@ TASKS = {t.name: t for t in [
                            n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # the Multi30k recipe; `sized_to`
          TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
                      keep_last=10, run_dir="runs/translate"),
-         DataSpec("folder", "valid", 8000), model_choice=False),
+         DataSpec("folder", "valid", 8000)),
     Task("iwslt14",
          "IWSLT14 German->English with fairseq's transformer_iwslt_de_en settings (data not downloaded for you)",
          build_data,
