@@ -17,14 +17,14 @@ from ..training.copy_task import copy_accuracy
 from .checkpoint import Checkpoint, CheckpointError, check_new_run, load_checkpoint
 from .kinds import kind_of
 # hardware: the machine, in the copy task's results.json
-from .runs import hardware, lock_run, unlock_run
+from .runs import hardware, lock_run, unlock_run, find_reference, reference_match, reference_note
 from .train import Trainer, seed_everything
 from .distributed import init_distributed, cleanup_distributed
 from .tasks import TASKS, DataSpec
 from ..architecture.model import count_parameters
 
 # %% auto #0
-__all__ = ['SIGNAL_EXIT', 'resume_point', 'sample_report', 'write_copy_results', 'closing_lines', 'run_task']
+__all__ = ['SIGNAL_EXIT', 'resume_point', 'sample_report', 'write_copy_results', 'closing_lines', 'run_task', 'beside_reference']
 
 # %% ../../nbs/30_launch.ipynb #f1be0858
 def resume_point(task: str, # the task being trained
@@ -116,6 +116,18 @@ def run_task(task: str, # a name of `TASKS`
         finally:
             if first: unlock_run(tcfg.run_dir)
 
+def beside_reference(task: str, mcfg, tcfg, spec):
+    """What the trainer calls with each record: with a shipped reference run of this task, size, batch and schedule,
+    a line `step 400: loss 3.712 (reference run: 3.690 at step 400)`; None without one."""
+    ref = find_reference(reference_match(task, mcfg, tcfg, spec))
+    if ref is None: return None
+    from tqdm.auto import tqdm  # a line that keeps clear of the progress bar
+    tqdm.write(f"reference run: {ref['name']} ({ref['source']}), on {ref['cpu'] or ref['gpu']}: "
+               "its loss is printed beside this run's")
+    def report(r):
+        if "loss" in r: tqdm.write(f"step {r['step']}: loss {r['loss']:.3f} {reference_note(ref, r['step'])}")
+    return report
+
 def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
     info = init_distributed(tcfg.device)
     try:
@@ -128,7 +140,8 @@ def _run_locked(task, mcfg, tcfg, spec, command, tokenizer_state) -> int:
         seed_everything(tcfg.seed + info.rank)  # dropout differs per rank; DDP copies rank 0's weights
         trainer = Trainer(model, tcfg, data.train, data.valid, tokenizer=data.tokenizer,
                           extra=dict(task=task, command=command, data=asdict(spec), counts=data.counts),
-                          objective=kind.make_objective(data.model_config, data.tokenizer), kind=kind)
+                          objective=kind.make_objective(data.model_config, data.tokenizer), kind=kind,
+                          on_log=beside_reference(task, data.model_config, tcfg, spec) if info.is_main else None)
         if info.is_main:
             print(f"{count_parameters(model):,} parameters | device {trainer.device} | {trainer.cfg.precision} | "
                   f"{info.world_size} process(es) x {trainer.accum} micro-batch(es) of <= {tcfg.max_tokens} tokens | "

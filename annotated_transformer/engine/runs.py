@@ -12,9 +12,10 @@ from ..training.data import warn, atomic_write
 from ..training.data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['RUN_FILE', 'LOCK_FILE', 'read_records', 'append_record', 'rewrite_records', 'read_metrics', 'hardware', 'short_cpu',
-           'source_commit', 'write_run_info', 'read_run_info', 'run_precision', 'RunInUseError', 'lock_run',
-           'unlock_run', 'active_seconds', 'training_summary', 'plot_metrics']
+__all__ = ['RUN_FILE', 'LOCK_FILE', 'REFERENCE_KEYS', 'read_records', 'append_record', 'rewrite_records', 'read_metrics',
+           'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info', 'run_precision',
+           'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds', 'training_summary', 'plot_metrics',
+           'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note', 'plot_reference']
 
 # %% ../../nbs/25_runs.ipynb #493a3ea7
 def read_records(path: str | Path, # a JSON-lines log
@@ -194,5 +195,65 @@ def plot_metrics(path: str | Path, # metrics.jsonl or a run directory
     axs[2].plot([r["step"] for r in train], [r["tokens_per_s"] for r in train]); axs[2].set_ylabel("target tokens / s")
     for ax in axs: ax.set_xlabel("optimizer step")
     if title: fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/25_runs.ipynb #cdcae261
+# what a reference must share with a run to be held against it: the task, the model's size, the batch and the schedule
+REFERENCE_KEYS = ("d_model", "d_ff", "n_heads", "n_layers", "max_tokens", "warmup_steps", "lr_factor",
+                  "src_lang", "tgt_lang")
+
+def reference_match(task: str, mcfg, tcfg, spec) -> dict:
+    "What a run of `task` with these configs is matched on (the fields of `REFERENCE_KEYS` that its configs have)."
+    have = {**vars(spec), **vars(tcfg), **vars(mcfg)}
+    return dict(task=task, **{k: have[k] for k in REFERENCE_KEYS if k in have})
+
+def reference_curve(path: str | Path, # a run directory or its metrics.jsonl
+                    name: str, # the reference's name
+                    match: dict, # what a run must share with it (`reference_match`)
+                    hardware: dict, # the machine it ran on (`hardware()`, as run.json or results.json keep it)
+                    source: str = "") -> dict: # where it came from, for the record
+    "A run's curve as a reference: training loss and validation loss against the step, its machine and its time."
+    recs = read_metrics(path)
+    train, val = [r for r in recs if "loss" in r], [r for r in recs if "val_loss" in r]
+    return dict(name=name, match=match, source=source, cpu=hardware.get("cpu"), gpu=hardware.get("gpu"),
+                train_s=max((r.get("train_s", 0) for r in recs), default=0) or None,
+                cpu_s=max((r.get("cpu_s", 0) for r in recs), default=0) or None,
+                steps=[r["step"] for r in train], loss=[round(r["loss"], 5) for r in train],
+                val_steps=[r["step"] for r in val], val_loss=[round(r["val_loss"], 5) for r in val])
+
+def reference_dir() -> Path:
+    "Where the package keeps its reference curves (found, not imported)."
+    return Path(importlib.util.find_spec("annotated_transformer").origin).parent / "reference"
+
+def find_reference(match: dict, where: str | Path | None = None) -> dict | None:
+    "The shipped reference curve whose `match` is this one, or None."
+    for p in sorted(Path(where or reference_dir()).glob("*.json")):
+        curve = json.loads(p.read_text(encoding="utf-8"))
+        if curve.get("match") == match: return curve
+    return None
+
+def reference_note(curve: dict | None, step: int) -> str:
+    "`(reference run: 3.690 at step 400)`: the reference's loss at its last report up to `step`; '' if none."
+    at = [i for i, s in enumerate(curve["steps"]) if s <= step] if curve else []
+    return f"(reference run: {curve['loss'][at[-1]]:.3f} at step {curve['steps'][at[-1]]})" if at else ""
+
+# %% ../../nbs/25_runs.ipynb #3bfbd12c
+def plot_reference(path: str | Path, # the reader's run directory or metrics.jsonl
+                   curve: dict, # the reference (`find_reference`)
+                   title: str | None = None):
+    "The reader's training and validation loss over the reference run's, against the optimizer step."
+    import matplotlib.pyplot as plt
+    recs = read_metrics(path)
+    train, val = [r for r in recs if "loss" in r], [r for r in recs if "val_loss" in r]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.plot(curve["steps"], curve["loss"], color="0.65", lw=2, label=f"reference: train ({curve['name']})")
+    if curve["val_steps"]:
+        ax.plot(curve["val_steps"], curve["val_loss"], "o", color="0.65", label="reference: validation")
+    ax.plot([r["step"] for r in train], [r["loss"] for r in train], color="C0", label="this run: train")
+    if val:
+        ax.plot([r["step"] for r in val], [r["val_loss"] for r in val], "s", color="C1", label="this run: validation")
+    ax.set_xlabel("optimizer step"); ax.set_ylabel("loss per target token (nats)"); ax.legend(fontsize=8)
+    if title: ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -123,10 +123,10 @@ class Trainer:
                  loss: str = "chunked", # the default objective's form: "chunked" (`ChunkedLabelSmoothingLoss`) or "readable" (on the logits)
                  objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager` if it has them); None: `SequenceObjective` of `model.cfg`
                  kind=None, # its `ModelKind`, as the launcher decided it (None: found here, once, from `model.cfg`)
+                 on_log=None, # called on rank 0 with each record logged (the launcher prints a reference beside it)
                 ):
         if loss not in ("chunked", "readable"): raise ValueError(f"loss={loss!r}: expected 'chunked' or 'readable'")
-        self.rank, self.world_size = _world()
-        self.is_main = self.rank == 0
+        self.rank, self.world_size = _world(); self.is_main = self.rank == 0
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
         self.kind = kind if kind is not None else kind_of(model.cfg, tokenizer)  # what every checkpoint records
         self.objective = objective if objective is not None else SequenceObjective.from_config(model.cfg, chunked=loss == "chunked")
@@ -153,7 +153,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.precision == "fp16")
         self.autocast = autocast_for(self.device, cfg.precision)
         self.train_stream, self.val_loader = BatchStream(train_loader), val_loader
-        self.tokenizer, self.extra = tokenizer, dict(extra or {})
+        self.tokenizer, self.extra, self.on_log = tokenizer, dict(extra or {}), on_log or (lambda record: None)
         self.step, self.saved_step, self.last_checkpoint, self._rng = 0, None, None, None
         self.clock, self._clock_start = dict(train_s=0.0, cpu_s=0.0), None  # time spent in `fit`, over every resume (see `elapsed`)
         self.best = None  # with cfg.keep_best: {metric, value, step} of the best validation so far (kept in checkpoints' extra)
@@ -332,7 +332,7 @@ def resume(self: Trainer) -> bool:
 # %% ../../nbs/27_train.ipynb #6f117a7c
 @patch
 def _log(self: Trainer, record: dict):
-    if self.is_main: append_record(self.metrics_path, record)
+    if self.is_main: append_record(self.metrics_path, record); self.on_log(record)
 
 
 # %% ../../nbs/27_train.ipynb #f7c7db7e

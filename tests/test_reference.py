@@ -1,0 +1,50 @@
+"""Is my run normal? The presets' measured runs ship as reference curves; at-train prints the reference's loss beside a reader's
+run of the same task and size, and `plot_reference` draws the reader's run over it."""
+import json, subprocess, sys
+from pathlib import Path
+import pytest
+from annotated_transformer.commands.cli import train_main
+from annotated_transformer.engine.runs import find_reference, reference_match, reference_note, plot_reference, reference_dir
+from annotated_transformer.engine.tasks import task_preset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_curves_are_what_their_runs_wrote():
+    "Each curve is rebuilt from its results/ files by the tool that wrote it: no number is typed in."
+    r = subprocess.run([sys.executable, str(REPO / "tools" / "reference_curves.py"), "check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = sorted(p.stem for p in reference_dir().glob("*.json"))
+    assert names == ["copy", "multi30k-de-en", "multi30k-en-de"]
+    assert sum(p.stat().st_size for p in reference_dir().glob("*.json")) < 200_000  # small enough to ship
+
+
+@pytest.mark.parametrize("task,langs,name", [("copy", {}, "copy"), ("multi30k", {}, "multi30k-de-en"),
+                                             ("multi30k", dict(src_lang="en", tgt_lang="de"), "multi30k-en-de")])
+def test_a_preset_finds_its_reference(task, langs, name):
+    m, t, d = task_preset(task)
+    for k, v in langs.items(): setattr(d, k, v)
+    ref = find_reference(reference_match(task, m, t, d))
+    assert ref is not None and ref["name"] == name and len(ref["steps"]) == len(ref["loss"]) > 10
+    assert ref["cpu"] and ref["train_s"] > 0
+    t.max_tokens //= 2  # another batch: another curve, none shipped
+    assert find_reference(reference_match(task, m, t, d)) is None
+
+
+def test_reference_note_reads_the_last_step_up_to_now():
+    ref = dict(steps=[10, 20, 30], loss=[3.0, 2.5, 2.0])
+    assert reference_note(ref, 25) == "(reference run: 2.500 at step 20)"
+    assert reference_note(ref, 5) == "" and reference_note(None, 20) == ""
+
+
+def test_a_copy_run_prints_the_reference_and_plots_over_it(tmp_path, cli):
+    r = cli(train_main, "copy", "--max-steps", "100", "--run-dir", tmp_path / "run", "--no-progress", "--precision", "fp32",
+            "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    ref = find_reference(reference_match("copy", *task_preset("copy")))
+    lines = [l for l in r.stdout.splitlines() if l.startswith("step ")]
+    assert lines == [f"step {s}: loss {l.split()[3]} {reference_note(ref, s)}" for s, l in zip((50, 100), lines)], lines
+    assert "reference run: copy (results/copy-at-train)" in r.stdout
+    fig = plot_reference(tmp_path / "run", ref)
+    labels = [l.get_label() for l in fig.axes[0].get_lines()]
+    assert "this run: train" in labels and any(l.startswith("reference: train") for l in labels)
