@@ -49,6 +49,7 @@ BAD = {  # case -> (how the folder is damaged, arguments, the words of the one l
                                   "val.en, line 1: empty, but line 1 of val.fr is not"),
     "too small": (lambda d: [(d / f"train.{l}").write_text("".join(x + "\n" for x in p)) for l, p in zip(("fr", "en"), pairs(50))],
                   [], "train.fr: 50 sentence pairs; at least 1000"),
+    "no folder there": (lambda d: __import__("shutil").rmtree(d), [], ": not a directory; expected a folder"),
     "a language without files": (lambda d: None, ["--src-lang", "fr", "--tgt-lang", "de"], "--tgt-lang de: "),
 }
 

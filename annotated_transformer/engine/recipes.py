@@ -57,10 +57,10 @@ def folder_files(d: str | Path, split: str, src_lang: str, tgt_lang: str) -> tup
         s, t = _file(d, stem, src_lang), _file(d, stem, tgt_lang)
         if s and t: return s, t
         if s or t:
-            raise ValueError(f"{s or t}: has no {tgt_lang if s else src_lang} side; expected {stem}.{src_lang} and "
-                             f"{stem}.{tgt_lang}, line i of one translating line i of the other")
+            raise FileNotFoundError(f"{s or t}: has no {tgt_lang if s else src_lang} side; expected {stem}.{src_lang} "
+                                    f"and {stem}.{tgt_lang}, line i of one translating line i of the other")
     names = " or ".join(f"{x}.{src_lang}" for x in stems) or f"test*.{src_lang}"
-    raise ValueError(f"{d}: no {names} (plain or .gz); a folder of your own holds train.{src_lang} and "
+    raise FileNotFoundError(f"{d}: no {names} (plain or .gz); a folder of your own holds train.{src_lang} and "
                      f"train.{tgt_lang}, valid (or val, dev), and test* splits, one sentence per line")
 
 def read_pairs(src: Path, tgt: Path, split: str) -> Corpus:
@@ -82,12 +82,13 @@ def read_pairs(src: Path, tgt: Path, split: str) -> Corpus:
 def check_folder(d: str | Path, src_lang: str, tgt_lang: str, min_pairs: int = MIN_PAIRS) -> dict[str, Corpus]:
     "Every split of a folder of your own, read and checked before anything is trained: {split: `Corpus`}."
     d = Path(d)
-    if not d.is_dir(): raise ValueError(f"{d}: not a directory; expected a folder with train.SRC and train.TGT")
+    if not d.is_dir():  # a missing folder, split or language is an OSError: a notebook without the data skips its rest
+        raise FileNotFoundError(f"{d}: not a directory; expected a folder with train.SRC and train.TGT")
     langs = folder_languages(d)
     for opt, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang)):
         known = ", ".join(sorted(langs)) or "none"
         if not lang: raise ValueError(f"{opt}: needed with a folder of your own (its languages: {known})")
-        if lang not in langs: raise ValueError(f"{opt} {lang}: {d} has no file in it (its languages: {known})")
+        if lang not in langs: raise FileNotFoundError(f"{opt} {lang}: {d} has no file in it (its languages: {known})")
     if src_lang == tgt_lang: raise ValueError(f"--src-lang and --tgt-lang are both {src_lang}; expected two languages")
     out = {s: read_pairs(*folder_files(d, s, src_lang, tgt_lang), s) for s in ("train", "valid")}
     tests = sorted({p.name.split(".")[0] for p in d.glob("test*")})
