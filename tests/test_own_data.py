@@ -77,13 +77,23 @@ def test_the_model_is_sized_to_the_corpus():
     assert [least for least, *_ in SIZES] == sorted((least for least, *_ in SIZES), reverse=True)
 
 
-def test_train_then_evaluate_a_folder(tmp_path, cli):
+def test_the_multi30k_row_is_the_multi30k_task():
+    "SIZES' row for a corpus of Multi30k's size is the model the multi30k task trains, field for field."
+    from annotated_transformer.engine.tasks import TASKS
+    (_, name, fields, vocab, _), = [row for row in SIZES if row[1] == "the Multi30k recipe"]
+    assert {k: getattr(TASKS["multi30k"].model, k) for k in fields} == fields
+    assert vocab == TASKS["multi30k"].data.vocab_size and TASKS["translate"].train.max_steps == TASKS["multi30k"].train.max_steps
+
+
+def test_train_then_evaluate_a_folder(tmp_path, cli, monkeypatch):
     d = folder(tmp_path / "c")
-    r = cli(train_main, "translate", "--data-dir", d, "--src-lang", "fr", "--tgt-lang", "en", "--run-dir", tmp_path / "run",
+    monkeypatch.chdir(tmp_path)  # --data-dir relative to here: the run records it as a full path
+    r = cli(train_main, "translate", "--data-dir", d.name, "--src-lang", "fr", "--tgt-lang", "en", "--run-dir", tmp_path / "run",
             "--max-steps", "4", "--warmup-steps", "2", "--save-every", "2", "--eval-every", "2", "--d-model", "32",
             "--d-ff", "64", "--n-heads", "2", "--vocab-size", "320", "--precision", "fp32", "--device", "cpu", "--no-progress")
     assert r.returncode == 0, r.stderr
     assert f"translate: {MIN_PAIRS + 200:,} training pairs: a smaller model (2 layers, d_model 32" in r.stdout
+    monkeypatch.chdir(tmp_path / "run")  # at-evaluate from another folder finds the data where the run read it
     e = cli(evaluate_main, tmp_path / "run", "--test", "test", "--out", tmp_path / "res", "--average", "1", "--batch-size", "8",
             "--no-progress")
     assert e.returncode == 0, e.stderr

@@ -5,7 +5,8 @@
     python tools/reference_curves.py check                         # exit 1 if a shipped curve is not what its files give
 
 A curve is matched to a reader's run by its task, model size, batch and schedule (`reference_match`), read from the run's own
-record: results.json (at-evaluate's, for the translators) or config.json (written by `record` from the run's last checkpoint).
+record: results.json (at-evaluate's, for the translators), config.json (written by `record` from the run's last checkpoint),
+or else the trainer's run.json, whose command line gives the configs (the chart parser's preset run, whose checkpoints are gone).
 """
 from __future__ import annotations
 import argparse, json, shlex, shutil, sys
@@ -14,7 +15,8 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "annotated_transformer" / "reference"
-REFERENCES = {"copy": "results/copy-at-train", "multi30k-de-en": "results/multi30k-de-en", "multi30k-en-de": "results/multi30k-en-de"}
+REFERENCES = {"copy": "results/copy-at-train", "multi30k-de-en": "results/multi30k-de-en", "multi30k-en-de": "results/multi30k-en-de",
+              "ptb-chart": "results/ptb-chart", "multi30k-fr-en": "results/multi30k-fr-en"}
 
 
 def _langs(command: str) -> dict:
@@ -27,10 +29,15 @@ def _langs(command: str) -> dict:
 def curve_of(name: str, d: Path) -> dict:
     "The reference curve of the run recorded in results directory `d`."
     from annotated_transformer.engine.runs import reference_curve, reference_match
-    rec = json.loads((d / "results.json").read_text()) if (d / "results.json").is_file() else json.loads((d / "config.json").read_text())
+    for f in ("results.json", "config.json", "run.json"):
+        if (d / f).is_file(): rec = json.loads((d / f).read_text()); break
     task, command = rec["task"], rec["command"]
-    match = reference_match(task, SimpleNamespace(**rec["model_config"]), SimpleNamespace(**rec["train_config"]),
-                            SimpleNamespace(**_langs(command)))
+    if "model_config" in rec:
+        mcfg, tcfg = SimpleNamespace(**rec["model_config"]), SimpleNamespace(**rec["train_config"])
+    else:  # only the trainer's run.json: the configs are what its command line gives
+        from annotated_transformer.commands.cli import parse_args
+        _, mcfg, tcfg, _ = parse_args(shlex.split(command)[1:])
+    match = reference_match(task, mcfg, tcfg, SimpleNamespace(**_langs(command)))
     return reference_curve(d, name, match, rec["hardware"], source=d.relative_to(ROOT).as_posix())
 
 

@@ -12,8 +12,8 @@ from ..training.data import warn, atomic_write
 from ..training.data import SubwordTokenizer
 
 # %% auto #0
-__all__ = ['RUN_FILE', 'LOCK_FILE', 'REFERENCE_KEYS', 'read_records', 'append_record', 'rewrite_records', 'read_metrics',
-           'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info', 'run_precision',
+__all__ = ['RUN_FILE', 'LOCK_FILE', 'REFERENCE_KEYS', 'SCORES', 'read_records', 'append_record', 'rewrite_records',
+           'read_metrics', 'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info', 'run_precision',
            'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds', 'training_summary', 'plot_metrics',
            'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note', 'plot_reference']
 
@@ -201,7 +201,8 @@ def plot_metrics(path: str | Path, # metrics.jsonl or a run directory
 # %% ../../nbs/25_runs.ipynb #cdcae261
 # what a reference must share with a run to be held against it: the task, the model's size, the batch and the schedule
 REFERENCE_KEYS = ("d_model", "d_ff", "n_heads", "n_layers", "max_tokens", "warmup_steps", "lr_factor",
-                  "src_lang", "tgt_lang")
+                  "src_lang", "tgt_lang", "tag_loss")
+SCORES = ("val_f1", "val_bleu")  # a validation score a run may log beside its loss, higher is better
 
 def reference_match(task: str, mcfg, tcfg, spec) -> dict:
     "What a run of `task` with these configs is matched on (the fields of `REFERENCE_KEYS` that its configs have)."
@@ -213,14 +214,17 @@ def reference_curve(path: str | Path, # a run directory or its metrics.jsonl
                     match: dict, # what a run must share with it (`reference_match`)
                     hardware: dict, # the machine it ran on (`hardware()`, as run.json or results.json keep it)
                     source: str = "") -> dict: # where it came from, for the record
-    "A run's curve as a reference: training loss and validation loss against the step, its machine and its time."
+    "A run's curve as a reference: training loss, validation loss or score against the step, its machine and its time."
     recs = read_metrics(path)
     train, val = [r for r in recs if "loss" in r], [r for r in recs if "val_loss" in r]
+    score = next((k for k in SCORES if any(k in r for r in recs)), None)
+    scored = [r for r in recs if score in r]
     return dict(name=name, match=match, source=source, cpu=hardware.get("cpu"), gpu=hardware.get("gpu"),
                 train_s=max((r.get("train_s", 0) for r in recs), default=0) or None,
                 cpu_s=max((r.get("cpu_s", 0) for r in recs), default=0) or None,
                 steps=[r["step"] for r in train], loss=[round(r["loss"], 5) for r in train],
-                val_steps=[r["step"] for r in val], val_loss=[round(r["val_loss"], 5) for r in val])
+                val_steps=[r["step"] for r in val], val_loss=[round(r["val_loss"], 5) for r in val],
+                score=score, score_steps=[r["step"] for r in scored], scores=[round(r[score], 4) for r in scored])
 
 def reference_dir() -> Path:
     "Where the package keeps its reference curves (found, not imported)."
@@ -242,7 +246,7 @@ def reference_note(curve: dict | None, step: int) -> str:
 def plot_reference(path: str | Path, # the reader's run directory or metrics.jsonl
                    curve: dict, # the reference (`find_reference`)
                    title: str | None = None):
-    "The reader's training and validation loss over the reference run's, against the optimizer step."
+    "The reader's training and validation loss (or validation score) over the reference run's, against the optimizer step."
     import matplotlib.pyplot as plt
     recs = read_metrics(path)
     train, val = [r for r in recs if "loss" in r], [r for r in recs if "val_loss" in r]
@@ -253,7 +257,15 @@ def plot_reference(path: str | Path, # the reader's run directory or metrics.jso
     ax.plot([r["step"] for r in train], [r["loss"] for r in train], color="C0", label="this run: train")
     if val:
         ax.plot([r["step"] for r in val], [r["val_loss"] for r in val], "s", color="C1", label="this run: validation")
-    ax.set_xlabel("optimizer step"); ax.set_ylabel("loss per target token (nats)"); ax.legend(fontsize=8)
+    ax.set_xlabel("optimizer step"); ax.set_ylabel("loss, as the trainer logs it")
+    handles = ax.get_lines()
+    if curve.get("score") and not curve["val_steps"]:  # a parser logs dev F1, not a validation loss: on its own axis
+        k, right = curve["score"], ax.twinx()
+        mine = [r for r in recs if k in r]
+        handles += right.plot(curve["score_steps"], curve["scores"], "o", color="0.65", label=f"reference: {k}")
+        handles += right.plot([r["step"] for r in mine], [r[k] for r in mine], "s", color="C1", label=f"this run: {k}")
+        right.set_ylabel(k)
+    ax.legend(handles=handles, fontsize=8)
     if title: ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -22,8 +22,8 @@ from ..parsing.chart_vocab import ChartVocab, chart_loader
 from ..parsing.parser import ParsingVocab, encode_trees
 
 # %% auto #0
-__all__ = ['PARSING_RECIPES', 'SIZES', 'TASKS', 'DataSpec', 'Task', 'TaskData', 'build_data', 'sized_to', 'build_chart_data',
-           'build_parsing_data', 'task_preset', 'ModelSpec', 'model_config']
+__all__ = ['PARSING_RECIPES', 'SIZES', 'MULTI30K_MODEL', 'MULTI30K_TRAIN', 'TASKS', 'DataSpec', 'Task', 'TaskData', 'build_data',
+           'sized_to', 'build_chart_data', 'build_parsing_data', 'task_preset', 'ModelSpec', 'model_config']
 
 # %% ../../nbs/29_tasks.ipynb #0c5e2941
 @dataclass
@@ -191,6 +191,12 @@ def build_parsing_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfi
 
 
 # %% ../../nbs/29_tasks.ipynb #e06007c1
+# 14_translation's run: the multi30k task, and the translate task's default (a corpus of Multi30k's size)
+MULTI30K_MODEL = TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
+                                   n_layers=3, dropout=0.15, norm_first=True, max_len=256)
+MULTI30K_TRAIN = TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
+                             keep_last=10)
+
 TASKS = {t.name: t for t in [
     Task("copy", "copy random sequences: the first run after installing, a minute or two on a CPU (11_copy_task)",
          build_data,
@@ -202,20 +208,12 @@ TASKS = {t.name: t for t in [
          DataSpec("copy", copy_symbols=13, n_valid=500)),
     Task("multi30k",
          "Multi30k German->English (--src-lang en --tgt-lang de for the reverse), the measured run of 14_translation",
-         build_data,
-         TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
-                           n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # 14_translation's run
-         TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
-                     keep_last=10, run_dir="runs/multi30k"),
+         build_data, MULTI30K_MODEL, replace(MULTI30K_TRAIN, run_dir="runs/multi30k"),
          DataSpec("multi30k", "val", 8000, download=True)),
     Task("translate",
          "your own parallel text: --data-dir DIR --src-lang fr --tgt-lang en reads DIR/train.fr and train.en, valid "
          "(or val, dev) and test*, plain or .gz; the model sized to the corpus",
-         build_data,
-         TransformerConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, d_ff=1024, n_heads=4,
-                           n_layers=3, dropout=0.15, norm_first=True, max_len=256),  # the Multi30k recipe; `sized_to`
-         TrainConfig(max_steps=2000, warmup_steps=800, max_tokens=4096, eval_every=200, save_every=100,
-                     keep_last=10, run_dir="runs/translate"),
+         build_data, MULTI30K_MODEL, replace(MULTI30K_TRAIN, run_dir="runs/translate"),  # then `sized_to` the corpus
          DataSpec("folder", "valid", 8000)),
     Task("iwslt14",
          "IWSLT14 German->English with fairseq's transformer_iwslt_de_en settings (data not downloaded for you)",

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/14_translation.ipynb #58a05aa9
 from __future__ import annotations
-import functools, re, sys, time
+import functools, json, re, sys, time
+from pathlib import Path
 from typing import Callable
 import torch
 import sacrebleu
@@ -13,7 +14,7 @@ from ..architecture.model import Transformer
 from .inference import translate, bleu_scores
 
 # %% auto #0
-__all__ = ['paper_tokenize', 'paper_bleu', 'score_corpus']
+__all__ = ['paper_tokenize', 'paper_bleu', 'score_corpus', 'show_results']
 
 # %% ../../nbs/14_translation.ipynb #66176080
 _COMPOUND = re.compile(r"(\S)-(\S)")
@@ -66,3 +67,23 @@ def score_corpus(model: Transformer, tokenizer: SubwordTokenizer, corpus: Corpus
         if bar: bar.close()
     res = dict(hyps=hyps, seconds=time.perf_counter() - t0, **bleu_scores(hyps, list(corpus.tgt)))
     return dict(res, **paper_bleu(hyps, list(corpus.tgt), lang)) if lang else res
+
+# %% ../../nbs/14_translation.ipynb #3e8adbe9
+def show_results(out_dir: str | Path, # an `evaluate_run` directory (at-evaluate's --out)
+                 test_name: str = "test2016", # what the test split is called in the table
+                ) -> dict:
+    "Print a run's `results.json`: its command, what the training cost, the validation choice and the test scores."
+    R = json.loads((Path(out_dir) / "results.json").read_text())
+    tr, hw = R["training"], R["hardware"]
+    print(f"OMP_NUM_THREADS={hw['omp_num_threads']} " * bool(hw.get("omp_num_threads")) + R["command"])
+    print(f"{R['parameters']:,} parameters, {R['steps']} optimizer steps, {tr['train_wall_s'] / 60:.1f} min of training "
+          f"({R['precision']}, {hw['cpu']}, torch threads: {hw['torch_threads']}), "
+          f"median {tr['tokens_per_s_median']:.0f} target tokens/s")
+    print(f"chosen on validation: {R['chosen']}  ({R['selected_by']})")
+    for name, s in R["selection"].items():
+        print(f"  {name:5s} step {s['step']:5d}  averaged {s['n_averaged']}  valid BLEU {s['valid_bleu']:.2f}  (tok lc {s['valid_bleu_tok_lc']:.2f})")
+    print(f"\n{test_name:24s} {'BLEU':>6s} {'tok lc BLEU':>12s} {'chrF':>6s}")
+    for name, s in (("beam 4, alpha 0.6", R["test_beam"]), ("greedy", R["test_greedy"])):
+        print(f"{name:24s} {s['bleu']:6.2f} {s['bleu_tok_lc']:12.2f} {s['chrf']:6.2f}")
+    print("\n" + R["test_beam"]["bleu_signature"] + "\n" + R["test_beam"]["bleu_tok_lc_signature"])
+    return R
