@@ -29,6 +29,8 @@ def test_a_preset_finds_its_reference(task, langs, name):
     ref = find_reference(reference_match(task, m, t, d))
     assert ref is not None and ref["name"] == name and len(ref["steps"]) == len(ref["loss"]) > 10
     assert ref["cpu"] and ref["train_s"] > 0
+    if task != "copy":  # a validation score beside the loss: BLEU for a translator, dev F1 for the parser
+        assert ref["score"] in ("val_bleu", "val_f1") and 30 < ref["scores"][-1] < 95 and ref["score_steps"][-1] == ref["steps"][-1]
     t.max_tokens //= 2  # another batch: another curve, none shipped
     assert find_reference(reference_match(task, m, t, d)) is None
 

@@ -38,7 +38,12 @@ def curve_of(name: str, d: Path) -> dict:
         from annotated_transformer.commands.cli import parse_args
         _, mcfg, tcfg, _ = parse_args(shlex.split(command)[1:])
     match = reference_match(task, mcfg, tcfg, SimpleNamespace(**_langs(command)))
-    return reference_curve(d, name, match, rec["hardware"], source=d.relative_to(ROOT).as_posix())
+    curve = reference_curve(d, name, match, rec["hardware"], source=d.relative_to(ROOT).as_posix())
+    if "selection" in rec:  # a translator logs no BLEU while it trains: at-evaluate's, of its last checkpoint
+        last = rec["selection"]["last"]
+        curve.update(score="val_bleu", score_steps=[last["step"]], scores=[round(last["valid_bleu"], 4)],
+                     score_note=f"at-evaluate's validation BLEU of the last checkpoint ({rec['selected_by']})")
+    return curve
 
 
 def record(run: Path, out: Path):
