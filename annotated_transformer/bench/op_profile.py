@@ -4,13 +4,17 @@
 
 # %% ../../nbs/32b_op_profile.ipynb #883e1d6d
 from __future__ import annotations
+import copy, time
 from contextlib import contextmanager
-import torch
-from ..engine.precision import sync
-from .benchmarks import make_pair, make_train_step
+import torch, torch.nn as nn
+from ..engine.precision import sync, autocast_for
+from .benchmarks import make_pair, make_train_step, median
+from ..training.batching import Batch
+from ..training.loss import HiddenStates, ChunkedLabelSmoothingLoss
+from ..parsing.chart import span_loss
 
 # %% auto #0
-__all__ = ['OP_GROUPS', 'op_group', 'op_summary', 'bench_profile']
+__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'step_phases', 'seq2seq_phases', 'chart_phases']
 
 # %% ../../nbs/32b_op_profile.ipynb #c0a1e010
 OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
@@ -86,3 +90,55 @@ def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu")
     diff = {g: res["ours"]["groups_ms"][g] - res["torch"]["groups_ms"][g] for g in res["ours"]["groups_ms"]}
     return dict(res, precision=precision, steps=steps, ours_minus_torch_ms=diff,
                 ratio=res["torch"]["total_ms"] / res["ours"]["total_ms"])
+
+# %% ../../nbs/32b_op_profile.ipynb #04023a5d
+PHASES = ("forward", "loss", "loss backward", "backward", "optimizer")  # the parts of a step `step_phases` times
+
+def step_phases(model: nn.Module, # the model to train (a copy is timed, in training mode)
+                batches: list, # the batches of the timed steps (one step each)
+                hidden, # (model, batch) -> the last hidden states, where the loss takes over
+                loss, # (model, hidden, batch) -> the summed loss
+                count, # (batch) -> what the loss is divided by (tokens, sentences)
+                precision: str = "fp32", # the forward parts run under `autocast_for(device, precision)`
+                device="cpu", warmup: int = 1) -> dict: # untimed steps first
+    """Seconds per step of each of `PHASES` (the median over `batches`), their sum, and each part's share of it."""
+    m = copy.deepcopy(model).to(device).train()
+    opt, dev = torch.optim.Adam(m.parameters(), lr=1e-6, betas=(0.9, 0.98), eps=1e-9), torch.device(device)
+    times = {k: [] for k in PHASES}
+    def step(b, keep: bool):
+        t = [time.perf_counter()]
+        def mark(): sync(dev); t.append(time.perf_counter())
+        with autocast_for(dev, precision): h = hidden(m, b)
+        mark()
+        h_ = h.detach().requires_grad_()
+        with autocast_for(dev, precision): s = loss(m, h_, b) / count(b)
+        mark(); s.backward(); mark(); h.backward(h_.grad); mark()
+        opt.step(); opt.zero_grad(set_to_none=True); mark()
+        if keep:
+            for k, a, z in zip(PHASES, t, t[1:]): times[k].append(z - a)
+    with torch.random.fork_rng(devices=[]):  # dropout draws: the caller's generator stays as it was
+        for b in batches[:warmup]: step(b.to(device), False)
+        for b in batches[warmup:]: step(b.to(device), True)
+    if not times["forward"]: raise ValueError(f"{len(batches)} batches, warmup={warmup}: nothing was timed")
+    med = {k: median(v) for k, v in times.items()}
+    total = sum(med.values())
+    return dict(seconds=med, step_s=total, share={k: v / total for k, v in med.items()}, steps=len(times["forward"]),
+                precision=precision)
+
+# %% ../../nbs/32b_op_profile.ipynb #903b9241
+def seq2seq_phases(model: nn.Module, batches: list[Batch], precision: str = "fp32", device="cpu", warmup: int = 1) -> dict:
+    """`step_phases` of a translation `Transformer` as the trainer trains it: the hidden states of the decoder, then the
+    chunked label-smoothed loss with the generator, per target token."""
+    crit = ChunkedLabelSmoothingLoss(model.cfg.label_smoothing, model.cfg.pad_idx)
+    hidden = lambda m, b: HiddenStates(m)(b.src, b.tgt_in, b.src_key_padding_mask, b.tgt_key_padding_mask)
+    return step_phases(model, batches, hidden, lambda m, h, b: crit(h, m.generator, b.tgt_out)[0],
+                       lambda b: b.n_tgt_tokens, precision, device, warmup)
+
+def chart_phases(model: nn.Module, batches: list, precision: str = "fp32", device="cpu", warmup: int = 1) -> dict:
+    """`step_phases` of a `ChartParser` trained with the span loss: the encoder's output, then the span scores and
+    the span loss, per sentence."""
+    if model.cfg.loss != "span" or model.cfg.tag_loss:
+        raise ValueError(f"loss={model.cfg.loss!r}, tag_loss={model.cfg.tag_loss}: expected the span loss alone")
+    hidden = lambda m, b: m.encode(b.words, b.chars, b.lengths)
+    loss = lambda m, h, b: span_loss(m.span_scores(b.words, b.chars, b.lengths, h).float(), b.gold, b.lengths)
+    return step_phases(model, batches, hidden, loss, len, precision, device, warmup)

@@ -1,0 +1,70 @@
+"""Where a training step's time goes, phase by phase (`step_phases`, nbs/32b_op_profile.ipynb), for the presets the book
+trains: copy, multi30k and base on random batches of the benchmarks' shapes, and ptb-chart on its own WSJ batches.
+
+    OMP_NUM_THREADS=2 python tools/step_phases.py [--steps 8] [--precisions fp32 bf16] [--out NAME.json]
+
+Writes results/bench/phases-<cpu>-<threads>t.json (or --out: a name under results/bench/): for each preset and precision the
+seconds of each phase, with the CPU named. Needs quiet cores: nothing else should run beside it.
+"""
+import argparse, json, os, sys, time
+from dataclasses import replace
+from pathlib import Path
+import torch
+from annotated_transformer.architecture.model import make_model
+from annotated_transformer.bench.benchmarks import bench_config, random_padded_batch
+from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings
+from annotated_transformer.bench.op_profile import seq2seq_phases, chart_phases
+from annotated_transformer.engine.tasks import task_preset, build_chart_data
+from annotated_transformer.parsing.chart import ChartParser
+from annotated_transformer.training.batching import Batch
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("AT_DATA_DIR", ROOT.parent / "shared" / "data"))
+
+
+def seq2seq_batches(cfg, B: int, S: int, n: int) -> list[Batch]:
+    "n random batches of B sentences, S tokens at most (`random_padded_batch`, seeds 0..n-1)."
+    out = []
+    for seed in range(n):
+        d = random_padded_batch(cfg, B, S, seed=seed)
+        out.append(Batch(**d, n_src_tokens=int((~d["src_key_padding_mask"]).sum()),
+                         n_tgt_tokens=int((~d["tgt_key_padding_mask"]).sum())))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=8, help="timed steps per preset and precision (after one untimed)")
+    ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    ap.add_argument("--presets", nargs="+", default=["copy", "multi30k", "base", "ptb-chart"])
+    ap.add_argument("--out", help="file name under results/bench/")
+    a = ap.parse_args(argv)
+    torch.manual_seed(0)
+    st = settings("cpu")
+    res = dict(command="python tools/step_phases.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+               settings=st, steps=a.steps, results={})
+    for name in a.presets:
+        t0 = time.perf_counter()
+        if name == "ptb-chart":
+            mcfg, tcfg, spec = task_preset(name)
+            data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
+            it = iter(data.train); batches = [next(it) for _ in range(a.steps + 1)]
+            model, run = ChartParser(data.model_config), chart_phases
+            shape = dict(max_tokens=tcfg.max_tokens, words=[int(b.lengths.sum()) for b in batches])
+        else:
+            cfg = bench_config(name)
+            B, S = DEFAULT_SHAPES[("cpu", name)]
+            batches, model, run = seq2seq_batches(cfg, B, S, a.steps + 1), make_model(cfg), seq2seq_phases
+            shape = dict(batch_size=B, src_len=S, tgt_len=S)
+        res["results"][name] = dict(shape=shape, **{p: run(model, batches, p) for p in a.precisions})
+        r = res["results"][name]
+        print(name, " ".join(f"{p} {r[p]['step_s']:.3f} s/step" for p in a.precisions),
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    cpu = st["cpu"]["model"].lower().replace(" ", "-")
+    out = ROOT / "results" / "bench" / (a.out or f"phases-{cpu}-{torch.get_num_threads()}t.json")
+    tmp = out.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=1) + "\n"); tmp.replace(out)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
