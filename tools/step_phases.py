@@ -2,9 +2,11 @@
 trains: copy, multi30k and base on random batches of the benchmarks' shapes, and ptb-chart on its own WSJ batches.
 
     OMP_NUM_THREADS=2 python tools/step_phases.py [--steps 8] [--precisions fp32 bf16] [--out NAME.json]
+    OMP_NUM_THREADS=2 python tools/step_phases.py --chart-ops [--steps 4]   # ptb-chart's operator groups (`chart_ops`)
 
 Writes results/bench/phases-<cpu>-<threads>t.json (or --out: a name under results/bench/): for each preset and precision the
-seconds of each phase, with the CPU named. Needs quiet cores: nothing else should run beside it.
+seconds of each phase, with the CPU named. With --chart-ops: results/bench/ops-ptb-chart-<cpu>-<threads>t.json, the
+self time of each operator group per step of ptb-chart (`chart_ops`). Needs quiet cores: nothing else should run beside it.
 """
 import argparse, json, os, sys, time
 from dataclasses import replace
@@ -13,9 +15,9 @@ import torch
 from annotated_transformer.architecture.model import make_model
 from annotated_transformer.bench.benchmarks import bench_config, random_padded_batch
 from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings
-from annotated_transformer.bench.op_profile import seq2seq_phases, chart_phases
+from annotated_transformer.bench.op_profile import seq2seq_phases, chart_phases, chart_ops
 from annotated_transformer.engine.tasks import task_preset, build_chart_data
-from annotated_transformer.parsing.chart import ChartParser
+from annotated_transformer.parsing.chart import ChartParser, ChartObjective
 from annotated_transformer.training.batching import Batch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,19 +40,24 @@ def main(argv=None):
     ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
     ap.add_argument("--presets", nargs="+", default=["copy", "multi30k", "base", "ptb-chart"])
     ap.add_argument("--out", help="file name under results/bench/")
+    ap.add_argument("--chart-ops", action="store_true", help="ptb-chart's operator groups, not the presets' phases")
     a = ap.parse_args(argv)
     torch.manual_seed(0)
     st = settings("cpu")
     res = dict(command="python tools/step_phases.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                settings=st, steps=a.steps, results={})
+    cpu = st["cpu"]["model"].lower().replace(" ", "-")
+    if a.chart_ops:
+        data, batches = chart_batches(a.steps + 1)
+        model, obj = ChartParser(data.model_config), ChartObjective(data.tokenizer, data.model_config.loss)
+        res["results"]["ptb-chart"] = {p: chart_ops(model, obj, batches, p) for p in a.precisions}
+        return write(res, a.out or f"ops-ptb-chart-{cpu}-{torch.get_num_threads()}t.json")
     for name in a.presets:
         t0 = time.perf_counter()
         if name == "ptb-chart":
-            mcfg, tcfg, spec = task_preset(name)
-            data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
-            it = iter(data.train); batches = [next(it) for _ in range(a.steps + 1)]
+            data, batches = chart_batches(a.steps + 1)
             model, run = ChartParser(data.model_config), chart_phases
-            shape = dict(max_tokens=tcfg.max_tokens, words=[int(b.lengths.sum()) for b in batches])
+            shape = dict(max_tokens=task_preset("ptb-chart")[1].max_tokens, words=[int(b.lengths.sum()) for b in batches])
         else:
             cfg = bench_config(name)
             B, S = DEFAULT_SHAPES[("cpu", name)]
@@ -60,8 +67,19 @@ def main(argv=None):
         r = res["results"][name]
         print(name, " ".join(f"{p} {r[p]['step_s']:.3f} s/step" for p in a.precisions),
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    cpu = st["cpu"]["model"].lower().replace(" ", "-")
-    out = ROOT / "results" / "bench" / (a.out or f"phases-{cpu}-{torch.get_num_threads()}t.json")
+    write(res, a.out or f"phases-{cpu}-{torch.get_num_threads()}t.json")
+
+
+def chart_batches(n: int):
+    "The ptb-chart preset's data (WSJ) and its first n training batches."
+    mcfg, tcfg, spec = task_preset("ptb-chart")
+    data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
+    it = iter(data.train)
+    return data, [next(it) for _ in range(n)]
+
+
+def write(res: dict, name: str):
+    out = ROOT / "results" / "bench" / name
     tmp = out.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=1) + "\n"); tmp.replace(out)
     print("wrote", out)
 

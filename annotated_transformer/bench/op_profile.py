@@ -14,7 +14,8 @@ from ..training.loss import HiddenStates, ChunkedLabelSmoothingLoss
 from ..parsing.chart import span_loss
 
 # %% auto #0
-__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'step_phases', 'seq2seq_phases', 'chart_phases']
+__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'step_phases', 'seq2seq_phases', 'chart_phases',
+           'chart_ops']
 
 # %% ../../nbs/32b_op_profile.ipynb #c0a1e010
 OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
@@ -142,3 +143,24 @@ def chart_phases(model: nn.Module, batches: list, precision: str = "fp32", devic
     hidden = lambda m, b: m.encode(b.words, b.chars, b.lengths)
     loss = lambda m, h, b: span_loss(m.span_scores(b.words, b.chars, b.lengths, h).float(), b.gold, b.lengths)
     return step_phases(model, batches, hidden, loss, len, precision, device, warmup)
+
+# %% ../../nbs/32b_op_profile.ipynb #8120533c
+def chart_ops(model: nn.Module, # a `ChartParser` (a copy is profiled, in training mode)
+              objective, # its `ChartObjective`
+              batches: list, # one profiled step each, after `warmup` untimed steps on the first ones
+              precision: str = "fp32", device="cpu", warmup: int = 1) -> dict:
+    "`op_summary` of the chart parser's training steps: each operator group's self time per step."
+    m, dev = copy.deepcopy(model).to(device).train(), torch.device(device)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-6, betas=(0.9, 0.98), eps=1e-9)
+    def step(b):
+        with autocast_for(dev, precision): s = objective.loss(m, b) / len(b)
+        s.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+    acc = {}
+    with torch.random.fork_rng(devices=[]):
+        for b in batches[:warmup]: step(b.to(device))
+        for b in batches[warmup:]:
+            b = b.to(device)
+            for name, (ms, n) in _profiled(lambda: step(b), device).items():
+                a = acc.setdefault(name, [0.0, 0]); a[0] += ms; a[1] += n
+    if not acc: raise ValueError(f"{len(batches)} batches, warmup={warmup}: nothing was profiled")
+    return dict(op_summary(acc, len(batches) - warmup), precision=precision)
