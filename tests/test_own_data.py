@@ -99,3 +99,20 @@ def test_train_then_evaluate_a_folder(tmp_path, cli, monkeypatch):
     assert e.returncode == 0, e.stderr
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     assert res["test_beam"]["bleu"] >= 0 and res["direction"] == "fr-en"
+
+
+def test_run_task_records_the_data_as_a_full_path(tmp_path, monkeypatch):
+    "A run started from Python (as the notebooks start them) records a relative --data-dir as a full path too."
+    from annotated_transformer.engine.checkpoint import load_checkpoint
+    from annotated_transformer.engine.launch import run_task
+    from annotated_transformer.engine.tasks import task_preset
+    from dataclasses import replace
+    mcfg, tcfg, spec = task_preset("copy")
+    mcfg = replace(mcfg, d_model=16, d_ff=32, n_heads=2, n_layers=1)
+    tcfg = replace(tcfg, max_steps=1, warmup_steps=1, save_every=1, eval_every=1, run_dir=str(tmp_path / "run"),
+                   device="cpu", precision="fp32", compile="off", progress=False)
+    monkeypatch.chdir(tmp_path)
+    given = replace(spec, data_dir="data", copy_n=64)
+    assert run_task("copy", mcfg, tcfg, given) == 0
+    assert load_checkpoint(tmp_path / "run").data_spec["data_dir"] == str(tmp_path / "data")
+    assert given.data_dir == "data"  # the caller's spec is left as it was

@@ -111,8 +111,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
 def _train(argv: list[str]) -> int:
     torch.set_flush_denormal(True)  # on the CPU, numbers below 1.2e-38 count as 0: before any thread pool starts (see above)
     task, mcfg, tcfg, spec = parse_args(argv)
-    # the data as a full path: at-evaluate, run from another folder, finds it where this run read it
-    if spec.data_dir: spec.data_dir = str(Path(spec.data_dir).resolve())
     return run_task(task, mcfg, tcfg, spec, shlex.join(["at-train", *argv]))
 
 def train_main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@
 # %% ../../nbs/30_launch.ipynb #05edee84
 from __future__ import annotations
 import contextlib, json, os, time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 import torch
 from .config import TransformerConfig, TrainConfig
@@ -101,6 +101,8 @@ def run_task(task: str, # a name of `TASKS`
             ) -> int:
     "Train `task` in `tcfg.run_dir` (resuming if asked), then report; the exit status of `at-train`."
     if task not in TASKS: raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    # the data as a full path, as the run records it: at-evaluate, run from another folder, finds it where this run read it
+    if spec.data_dir: spec = replace(spec, data_dir=str(Path(spec.data_dir).resolve()))
     first = os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 holds the run directory for all
     # lock_run creates it; a run that fails before writing anything leaves none
     with new_directory(tcfg.run_dir) if first else contextlib.nullcontext():
