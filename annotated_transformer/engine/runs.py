@@ -15,7 +15,8 @@ from ..training.data import SubwordTokenizer
 __all__ = ['RUN_FILE', 'LOCK_FILE', 'REFERENCE_KEYS', 'SCORES', 'read_records', 'append_record', 'rewrite_records',
            'read_metrics', 'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info', 'run_precision',
            'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds', 'training_summary', 'plot_metrics',
-           'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note', 'plot_reference']
+           'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note', 'plot_reference',
+           'against_reference']
 
 # %% ../../nbs/25_runs.ipynb #493a3ea7
 def read_records(path: str | Path, # a JSON-lines log
@@ -269,3 +270,15 @@ def plot_reference(path: str | Path, # the reader's run directory or metrics.jso
     if title: ax.set_title(title)
     fig.tight_layout()
     return fig
+
+# %% ../../nbs/25_runs.ipynb #73fd0743
+def against_reference(path: str | Path, # the reader's run directory or metrics.jsonl
+                      curve: dict, # the reference (`find_reference`)
+                     ) -> dict: # {"loss": ..., "val_loss": ...}: steps compared, and those above and below it
+    "Where a run's training and validation loss stand against a reference's, at the steps both logged."
+    recs, out = read_metrics(path), {}
+    for key, steps in (("loss", "steps"), ("val_loss", "val_steps")):
+        mine = {r["step"]: r[key] for r in recs if key in r}
+        pairs = [(mine[s], l) for s, l in zip(curve.get(steps) or [], curve.get(key) or []) if s in mine]
+        out[key] = dict(compared=len(pairs), above=sum(a > b for a, b in pairs), below=sum(a < b for a, b in pairs))
+    return out
