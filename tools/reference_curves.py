@@ -20,7 +20,8 @@ REFERENCES = {"copy": "results/copy-at-train", "multi30k-de-en": "results/multi3
 
 
 def _langs(command: str) -> dict:
-    "The --src-lang and --tgt-lang a command gave ('' where it gave none: the recipe's direction)."
+    """The --src-lang and --tgt-lang a command gave ('' where it gave none: the recipe's direction), for a record whose
+    configs are stored (results.json, config.json) but not its data spec."""
     words = shlex.split(command)
     get = lambda opt: next((words[i + 1] for i, w in enumerate(words[:-1]) if w in (opt, opt.replace("-", "_"))), "")
     return dict(src_lang=get("--src-lang"), tgt_lang=get("--tgt-lang"))
@@ -34,10 +35,11 @@ def curve_of(name: str, d: Path) -> dict:
     task, command = rec["task"], rec["command"]
     if "model_config" in rec:
         mcfg, tcfg = SimpleNamespace(**rec["model_config"]), SimpleNamespace(**rec["train_config"])
-    else:  # only the trainer's run.json: the configs are what its command line gives
+        spec = SimpleNamespace(**_langs(command))
+    else:  # only the trainer's run.json: the configs and the data spec are what its command line gives
         from annotated_transformer.commands.cli import parse_args
-        _, mcfg, tcfg, _ = parse_args(shlex.split(command)[1:])
-    match = reference_match(task, mcfg, tcfg, SimpleNamespace(**_langs(command)))
+        _, mcfg, tcfg, spec = parse_args(shlex.split(command)[1:])
+    match = reference_match(task, mcfg, tcfg, spec)
     curve = reference_curve(d, name, match, rec["hardware"], source=d.relative_to(ROOT).as_posix())
     if "selection" in rec:  # a translator logs no BLEU while it trains: at-evaluate's, of its last checkpoint
         last = rec["selection"]["last"]
