@@ -15,33 +15,38 @@ import torch
 from annotated_transformer.architecture.model import make_model
 from annotated_transformer.bench.benchmarks import bench_config, random_padded_batch
 from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings
-from annotated_transformer.bench.op_profile import seq2seq_phases, chart_phases, chart_ops
+from annotated_transformer.bench.op_profile import as_batch, seq2seq_phases, chart_phases, chart_ops
 from annotated_transformer.engine.tasks import task_preset, build_chart_data
 from annotated_transformer.parsing.chart import ChartParser, ChartObjective
-from annotated_transformer.training.batching import Batch
+from live_parity import positive_int  # tools/, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("AT_DATA_DIR", ROOT.parent / "shared" / "data"))
 
 
-def seq2seq_batches(cfg, B: int, S: int, n: int) -> list[Batch]:
-    "n random batches of B sentences, S tokens at most (`random_padded_batch`, seeds 0..n-1)."
-    out = []
-    for seed in range(n):
-        d = random_padded_batch(cfg, B, S, seed=seed)
-        out.append(Batch(**d, n_src_tokens=int((~d["src_key_padding_mask"]).sum()),
-                         n_tgt_tokens=int((~d["tgt_key_padding_mask"]).sum())))
-    return out
+def out_name(s: str) -> str:
+    "An argparse type: a plain .json file name (it is written under results/bench/)"
+    if not s.endswith(".json") or Path(s).name != s or s.startswith("."):
+        raise argparse.ArgumentTypeError(f"{s!r}: expected a file name ending in .json, without a folder")
+    return s
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=8, help="timed steps per preset and precision (after one untimed)")
-    ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
-    ap.add_argument("--presets", nargs="+", default=["copy", "multi30k", "base", "ptb-chart"])
-    ap.add_argument("--out", help="file name under results/bench/")
+    ap.add_argument("--steps", type=positive_int, default=8, help="timed steps per preset and precision (after one untimed)")
+    ap.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"], default=["fp32", "bf16"])
+    ap.add_argument("--presets", nargs="+", choices=["copy", "multi30k", "base", "ptb-chart"],
+                    default=["copy", "multi30k", "base", "ptb-chart"])
+    ap.add_argument("--out", type=out_name, help="file name under results/bench/")
     ap.add_argument("--chart-ops", action="store_true", help="ptb-chart's operator groups, not the presets' phases")
     a = ap.parse_args(argv)
+    try: return run(a, argv)
+    except (OSError, ValueError) as e:  # no WSJ trees (AT_DATA_DIR), too few batches: one line
+        print(f"step_phases.py: {e or type(e).__name__}", file=sys.stderr)
+        return 1
+
+
+def run(a, argv) -> int:
     torch.manual_seed(0)
     st = settings("cpu")
     res = dict(command="python tools/step_phases.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -51,31 +56,38 @@ def main(argv=None):
         data, batches = chart_batches(a.steps + 1)
         model, obj = ChartParser(data.model_config), ChartObjective(data.tokenizer, data.model_config.loss)
         res["results"]["ptb-chart"] = {p: chart_ops(model, obj, batches, p) for p in a.precisions}
-        return write(res, a.out or f"ops-ptb-chart-{cpu}-{torch.get_num_threads()}t.json")
+        write(res, a.out or f"ops-ptb-chart-{cpu}-{torch.get_num_threads()}t.json")
+        return 0
     for name in a.presets:
         t0 = time.perf_counter()
         if name == "ptb-chart":
             data, batches = chart_batches(a.steps + 1)
-            model, run = ChartParser(data.model_config), chart_phases
+            model, phases = ChartParser(data.model_config), chart_phases
             shape = dict(max_tokens=task_preset("ptb-chart")[1].max_tokens, words=[int(b.lengths.sum()) for b in batches])
         else:
             cfg = bench_config(name)
             B, S = DEFAULT_SHAPES[("cpu", name)]
-            batches, model, run = seq2seq_batches(cfg, B, S, a.steps + 1), make_model(cfg), seq2seq_phases
+            batches = [as_batch(random_padded_batch(cfg, B, S, seed=k)) for k in range(a.steps + 1)]
+            model, phases = make_model(cfg), seq2seq_phases
             shape = dict(batch_size=B, src_len=S, tgt_len=S)
-        res["results"][name] = dict(shape=shape, **{p: run(model, batches, p) for p in a.precisions})
+        res["results"][name] = dict(shape=shape, **{p: phases(model, batches, p) for p in a.precisions})
         r = res["results"][name]
         print(name, " ".join(f"{p} {r[p]['step_s']:.3f} s/step" for p in a.precisions),
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
     write(res, a.out or f"phases-{cpu}-{torch.get_num_threads()}t.json")
+    return 0
 
 
 def chart_batches(n: int):
     "The ptb-chart preset's data (WSJ) and its first n training batches."
     mcfg, tcfg, spec = task_preset("ptb-chart")
     data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
-    it = iter(data.train)
-    return data, [next(it) for _ in range(n)]
+    it, batches = iter(data.train), []
+    for _ in range(n):
+        b = next(it, None)
+        if b is None: raise ValueError(f"{n} batches asked for, the training trees give {len(batches)}: lower --steps")
+        batches.append(b)
+    return data, batches
 
 
 def write(res: dict, name: str):
@@ -85,4 +97,4 @@ def write(res: dict, name: str):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,8 +14,8 @@ from ..training.loss import HiddenStates, ChunkedLabelSmoothingLoss
 from ..parsing.chart import span_loss
 
 # %% auto #0
-__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'step_phases', 'seq2seq_phases', 'chart_phases',
-           'chart_ops']
+__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'as_batch', 'step_phases', 'seq2seq_phases',
+           'chart_phases', 'chart_ops']
 
 # %% ../../nbs/32b_op_profile.ipynb #c0a1e010
 OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
@@ -95,6 +95,15 @@ def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu")
 # %% ../../nbs/32b_op_profile.ipynb #04023a5d
 PHASES = ("forward", "loss", "loss backward", "backward", "optimizer")  # the parts of a step `step_phases` times
 
+def _training_copy(model: nn.Module, device) -> tuple[nn.Module, torch.optim.Optimizer]:
+    "A copy of `model` on `device` in training mode, and an Adam of its parameters (the paper's betas and epsilon)."
+    m = copy.deepcopy(model).to(device).train()
+    return m, torch.optim.Adam(m.parameters(), lr=1e-6, betas=(0.9, 0.98), eps=1e-9)
+
+def as_batch(d: dict) -> Batch:
+    "A `Batch` of `random_padded_batch`'s tensors, with its token counts."
+    return Batch(**d, n_src_tokens=int((~d["src_key_padding_mask"]).sum()), n_tgt_tokens=int((~d["tgt_key_padding_mask"]).sum()))
+
 def step_phases(model: nn.Module, # the model to train (a copy is timed, in training mode)
                 batches: list, # the batches of the timed steps (one step each)
                 hidden, # (model, batch) -> the last hidden states, where the loss takes over
@@ -103,8 +112,7 @@ def step_phases(model: nn.Module, # the model to train (a copy is timed, in trai
                 precision: str = "fp32", # the forward parts run under `autocast_for(device, precision)`
                 device="cpu", warmup: int = 1) -> dict: # untimed steps first
     """Seconds per step of each of `PHASES` (the median over `batches`), their sum, and each part's share of it."""
-    m = copy.deepcopy(model).to(device).train()
-    opt, dev = torch.optim.Adam(m.parameters(), lr=1e-6, betas=(0.9, 0.98), eps=1e-9), torch.device(device)
+    (m, opt), dev = _training_copy(model, device), torch.device(device)
     times = {k: [] for k in PHASES}
     def step(b, keep: bool):
         t = [time.perf_counter()]
@@ -150,8 +158,7 @@ def chart_ops(model: nn.Module, # a `ChartParser` (a copy is profiled, in traini
               batches: list, # one profiled step each, after `warmup` untimed steps on the first ones
               precision: str = "fp32", device="cpu", warmup: int = 1) -> dict:
     "`op_summary` of the chart parser's training steps: each operator group's self time per step."
-    m, dev = copy.deepcopy(model).to(device).train(), torch.device(device)
-    opt = torch.optim.Adam(m.parameters(), lr=1e-6, betas=(0.9, 0.98), eps=1e-9)
+    (m, opt), dev = _training_copy(model, device), torch.device(device)
     def step(b):
         with autocast_for(dev, precision): s = objective.loss(m, b) / len(b)
         s.backward(); opt.step(); opt.zero_grad(set_to_none=True)
