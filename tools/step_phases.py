@@ -1,7 +1,7 @@
 """Where a training step's time goes, phase by phase (`step_phases`, nbs/32b_op_profile.ipynb), for the presets the book
 trains: copy, multi30k and base on random batches of the benchmarks' shapes, and ptb-chart on its own WSJ batches.
 
-    OMP_NUM_THREADS=2 python tools/step_phases.py [--steps 8] [--precisions fp32 bf16] [--out NAME.json]
+    OMP_NUM_THREADS=2 python tools/step_phases.py [--steps 8] [--precisions fp32 bf16] [--out NAME.json] [--keep-freed-memory]
     OMP_NUM_THREADS=2 python tools/step_phases.py --chart-ops [--steps 4]   # ptb-chart's operator groups (`chart_ops`)
 
 Writes results/bench/phases-<cpu>-<threads>t.json (or --out: a name under results/bench/): for each preset and precision the
@@ -17,6 +17,7 @@ from annotated_transformer.bench.benchmarks import bench_config, random_padded_b
 from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings
 from annotated_transformer.bench.op_profile import as_batch, seq2seq_phases, chart_phases, chart_ops
 from annotated_transformer.engine.tasks import task_preset, build_chart_data
+from annotated_transformer.engine.precision import keep_freed_memory
 from annotated_transformer.parsing.chart import ChartParser, ChartObjective
 from live_parity import positive_int  # tools/, beside this file
 
@@ -39,6 +40,8 @@ def main(argv=None) -> int:
                     default=["copy", "multi30k", "base", "ptb-chart"])
     ap.add_argument("--out", type=out_name, help="file name under results/bench/")
     ap.add_argument("--chart-ops", action="store_true", help="ptb-chart's operator groups, not the presets' phases")
+    ap.add_argument("--keep-freed-memory", action="store_true",
+                    help="malloc keeps freed memory, as the trainer has it (`keep_freed_memory`); default: as it starts")
     a = ap.parse_args(argv)
     try: return run(a, argv)
     except (OSError, ValueError) as e:  # no WSJ trees (AT_DATA_DIR), too few batches: one line
@@ -48,6 +51,8 @@ def main(argv=None) -> int:
 
 def run(a, argv) -> int:
     torch.manual_seed(0)
+    if a.keep_freed_memory and not keep_freed_memory():
+        raise ValueError("--keep-freed-memory: this C library is not glibc, or AT_KEEP_FREED_MEMORY=0")
     st = settings("cpu")
     res = dict(command="python tools/step_phases.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                settings=st, steps=a.steps, results={})

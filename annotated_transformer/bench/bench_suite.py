@@ -19,6 +19,7 @@ from ..engine.checkpoint import load_checkpoint, CheckpointError
 from ..engine.evaluation import run_splits
 from .ctranslate2 import compare_ct2
 from ..engine.runs import short_cpu
+from ..engine.precision import freed_memory_kept
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'ROW_FIELDS', 'cpu_record', 'settings', 'bench_ct2',
@@ -58,6 +59,7 @@ def settings(device="cpu", threads: int | None = None) -> dict:
                 cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(),
                 time=time.strftime("%Y-%m-%d %H:%M:%S"),
                 load_1_5_15_min=_load(), logical_cpus=os.cpu_count(),  # a loaded machine's numbers mean little
+                malloc_keeps_freed_memory=freed_memory_kept(),  # `keep_freed_memory`: fewer page faults per step
                 # threads, compile caches
                 env={k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "TORCHINDUCTOR_"))})
 

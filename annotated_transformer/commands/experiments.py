@@ -18,6 +18,7 @@ from ..bench.bench_suite import BENCHMARKS, bench_plan, run_benchmarks, print_re
 from .console import (Parser, add_device, pick_device, number, check_output, check_output_dir,
                                                     as_option, Terminated, run_script)
 from .cli import add_config_options
+from ..engine.precision import keep_freed_memory
 
 # %% auto #0
 __all__ = ['variations_parser', 'variations_main', 'bench_parser', 'bench_main']
@@ -110,6 +111,7 @@ def _run_bench(argv: list[str]) -> int:
     if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
     out = Path(a.out or f"results/bench/{torch.device(device).type}.json")
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
+    keep_freed_memory(device)  # malloc as the trainer has it: the steps timed are the steps a run takes
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint,

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/26_precision.ipynb #7e988f55
 from __future__ import annotations
-import contextlib, copy, json, os, statistics, time
+import contextlib, copy, ctypes, json, os, platform, statistics, time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
@@ -19,7 +19,8 @@ from .runs import hardware
 # %% auto #0
 __all__ = ['NATIVE_BF16_FLAGS', 'COMPILE_MIN_RUN_S', 'COMPILE_MARGIN', 'cpu_flags', 'precision_cache_file', 'resolve_precision',
            'autocast_for', 'sync', 'precision_trial', 'precision_key', 'compile_cache_file', 'payback_steps',
-           'compile_forward', 'compile_trial', 'compile_key', 'resolve_compile']
+           'compile_forward', 'compile_trial', 'compile_key', 'resolve_compile', 'keep_freed_memory',
+           'freed_memory_kept']
 
 # %% ../../nbs/26_precision.ipynb #1761ceb1
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # x86 CPU flags of native bfloat16 arithmetic
@@ -255,3 +256,25 @@ def resolve_compile(compile: str, # "auto", "on" or "off"
         return (False, f"{said}, but compiling pays back only after {pay:.0f} steps, "
                        f"more than half of the {steps_left} left: eager")
     return True, f"{said}; compiling pays back after {pay:.0f} of the {steps_left} steps left: compiled"
+
+# %% ../../nbs/26_precision.ipynb #4c8efa8b
+_kept = []  # the settings applied by `keep_freed_memory`, once per process
+
+def keep_freed_memory(device: torch.device | str = "cpu") -> bool: # where tensors live: only CPU memory is malloc's
+    """Have glibc's malloc keep freed memory for the next allocation (no `mmap` per large block, no trimming), so that
+    tensors reuse pages already mapped instead of faulting new ones in; True where applied (Linux with glibc, CPU, and
+    `$AT_KEEP_FREED_MEMORY` not `0`)."""
+    if _kept: return True
+    if torch.device(device).type != "cpu" or os.environ.get("AT_KEEP_FREED_MEMORY", "1") == "0": return False
+    if platform.libc_ver()[0] != "glibc": return False
+    mallopt = ctypes.CDLL(None).mallopt
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int  # int mallopt(int param, int value)
+    M_TRIM_THRESHOLD, M_MMAP_MAX, never = -1, -4, 2**31 - 1  # mallopt's parameters (malloc.h); the largest int
+    # every block from the heap, and the heap's free top kept up to 2 GiB
+    ok = mallopt(M_MMAP_MAX, 0) == 1 and mallopt(M_TRIM_THRESHOLD, never) == 1
+    if ok: _kept.append(dict(M_MMAP_MAX=0, M_TRIM_THRESHOLD=never))
+    return ok
+
+def freed_memory_kept() -> bool:
+    "Whether `keep_freed_memory` has applied its settings in this process (a benchmark records it)."
+    return bool(_kept)

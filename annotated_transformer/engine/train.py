@@ -17,7 +17,7 @@ from .config import TrainConfig
 from ..training.optim import make_optimizer_and_scheduler
 from ..training.loss import SequenceObjective
 from .kinds import kind_of
-from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward
+from .precision import resolve_precision, autocast_for, precision_trial, precision_key, resolve_compile, compile_trial, compile_key, compile_forward, keep_freed_memory
 from .checkpoint import Checkpoint, make_checkpoint, CheckpointError, check_writable, check_new_run, list_checkpoints, save_checkpoint, load_checkpoint, write_checkpoint
 from .runs import append_record, read_records, rewrite_records, write_run_info
 
@@ -130,11 +130,11 @@ class Trainer:
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
         self.kind = kind if kind is not None else kind_of(model.cfg, tokenizer)  # what every checkpoint records
         self.objective = objective if objective is not None else SequenceObjective.from_config(model.cfg, chunked=loss == "chunked")
+        keep_freed_memory(self.device)  # steps reuse freed pages: before the trial, which times the run's steps
         precision, why = self._precision(cfg, model, train_loader, loss)
         self.cfg = cfg = replace(cfg, precision=precision)  # checkpoints record the precision used, not "auto"
         if self.is_main: print(f"precision {precision} ({why})", flush=True)
-        self.accum = cfg.accum_for(self.world_size)
-        self.run_dir = Path(cfg.run_dir)
+        self.accum, self.run_dir = cfg.accum_for(self.world_size), Path(cfg.run_dir)
         ok, error = torch.tensor([1.0]), None
         if self.is_main:
             try:
