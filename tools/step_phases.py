@@ -42,10 +42,14 @@ def main(argv=None) -> int:
     ap.add_argument("--chart-ops", action="store_true", help="ptb-chart's operator groups, not the presets' phases")
     ap.add_argument("--keep-freed-memory", action="store_true",
                     help="malloc keeps freed memory, as the trainer has it (`keep_freed_memory`); default: as it starts")
-    a = ap.parse_args(argv)
+    return one_line_errors("step_phases.py", run, ap.parse_args(argv), argv)
+
+
+def one_line_errors(script: str, run, a, argv) -> int:
+    "`run(a, argv)`, with a missing WSJ folder (AT_DATA_DIR) or too few batches said in one line, exit 1."
     try: return run(a, argv)
-    except (OSError, ValueError) as e:  # no WSJ trees (AT_DATA_DIR), too few batches: one line
-        print(f"step_phases.py: {e or type(e).__name__}", file=sys.stderr)
+    except (OSError, ValueError) as e:
+        print(f"{script}: {e or type(e).__name__}", file=sys.stderr)
         return 1
 
 

@@ -132,7 +132,8 @@ class Dropout(nn.Module):
         # every 64 bits uniform: 4 elements each
         bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-2**63, 2**63 - 1)
         keep = bits.view(torch.int16)[:n].view(x.shape) >= k - 32768  # int16 holds 0..65535 shifted down by 32768
-        return torch.where(keep, x * (65536 / (65536 - k)), 0.0)  # 1/(1 - k/65536): unbiased for the rounded P_drop
+        # 1/(1 - k/65536) where kept: unbiased for the rounded P_drop; one product forward, one backward
+        return x * keep.to(x.dtype).mul_(65536 / (65536 - k))
 
     def extra_repr(self) -> str: return f"p={self.p}"
 

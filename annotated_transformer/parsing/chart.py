@@ -152,7 +152,10 @@ def span_scores(self: ChartParser, words: Tensor, chars: Tensor, lengths: Tensor
     # fp32: a difference of rounded products would lose the small ones
     with torch.autocast(h.device.type, enabled=False):
         g = F.linear(fence.float(), first.weight.float())  # (B, N+1, d_label)
-    return self.label[1:](g[:, j] - g[:, i] + first.bias)  # (B, P, L-1)
+    d = g.index_select(1, j) - g.index_select(1, i) + first.bias  # (B, P, d_label): W (v_j - v_i) + b, in fp32
+    # the rest of the classifier in the autocast's precision, as its products are
+    if torch.is_autocast_enabled(h.device.type): d = d.to(torch.get_autocast_dtype(h.device.type))
+    return self.label[1:](d)  # (B, P, L-1)
 
 # %% ../../nbs/20_chart_parser.ipynb #c0a1e112
 @patch
