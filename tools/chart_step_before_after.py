@@ -3,7 +3,7 @@ batches: the span classifier's differences by `index_select`, its elementwise wo
 `Dropout` as one product with a mask (nbs/20_chart_parser.ipynb, nbs/34_fast_attention.ipynb), against the code they
 replaced (copied below, as it was), each in fp32 and bf16; and the precision `auto` picks for the new step.
 
-    OMP_NUM_THREADS=2 python tools/chart_step_before_after.py [--steps 16] [--warm 3] [--rounds 2] [--out NAME.json]
+    OMP_NUM_THREADS=2 python tools/chart_step_before_after.py [--steps 16] [--warm 3] [--rounds 2] [--n-layers N] [--out NAME.json]
 
 Writes results/bench/chart-step-<cpu>-<threads>t.json (or --out, a name under results/bench/). Needs quiet cores: nothing
 else should run beside it. The process keeps freed memory (`keep_freed_memory`), as the trainer does, for every variant.
@@ -67,6 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=positive_int, default=16, help="timed steps per block")
     ap.add_argument("--warm", type=positive_int, default=3, help="untimed steps before each block")
     ap.add_argument("--rounds", type=positive_int, default=2, help="blocks of each variant, in turn")
+    ap.add_argument("--n-layers", type=positive_int, default=None,
+                    help="encoder layers (default: the preset's); 8: the recipe of the n8-28000 run of 20_chart_parser")
     ap.add_argument("--out", type=out_name, help="file name under results/bench/")
     return one_line_errors("chart_step_before_after.py", run, ap.parse_args(argv), argv)
 
@@ -76,6 +78,7 @@ def run(a, argv) -> int:
     keep_freed_memory()
     torch.manual_seed(0)
     mcfg, tcfg, spec = task_preset("ptb-chart")
+    if a.n_layers: mcfg = replace(mcfg, n_layers=a.n_layers)
     data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
     batches = list(itertools.islice(iter(data.train), a.steps + a.warm))
     if len(batches) < a.steps + a.warm: raise ValueError(f"--steps {a.steps}: the training data has {len(batches)} batches")
@@ -102,7 +105,7 @@ def run(a, argv) -> int:
     res = dict(command="python tools/chart_step_before_after.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                settings=st, steps=a.steps, warm=a.warm, rounds=a.rounds,
                words_per_block=sum(int(b.lengths.sum()) for b in batches[a.warm:]),
-               seconds_per_step=per, blocks=blocks, auto=auto, auto_why=why,
+               n_layers=cfg.n_layers, seconds_per_step=per, blocks=blocks, auto=auto, auto_why=why,
                speedup_after_auto_over_before_fp32=per["before, fp32"] / per[f"after, {auto}"],
                wall_s=round(time.perf_counter() - t_start, 1), cpu_s=round(time.process_time() - c_start, 1),
                note="each step: the ptb-chart preset's span loss, backward and Adam on one WSJ batch of its 1500-word "
@@ -110,7 +113,8 @@ def run(a, argv) -> int:
                     "replaced, copied into the tool; the shipped parser trained in fp32, as auto chose then.")
     cpu = st["cpu"]["model"].lower().replace(" ", "-")
     flag = "-" + native[0].replace("_", "") if native else ""
-    out = ROOT / "results" / "bench" / (a.out or f"chart-step-{cpu}{flag}-{torch.get_num_threads()}t.json")
+    layers = f"-n{cfg.n_layers}" if a.n_layers else ""
+    out = ROOT / "results" / "bench" / (a.out or f"chart-step{layers}-{cpu}{flag}-{torch.get_num_threads()}t.json")
     atomic_write(out, json.dumps(res, indent=1) + "\n")
     for k, v in per.items(): print(f"{k}: {v:.3f} s/step")
     print(f"auto: {auto} ({why}); after ({auto}) is {res['speedup_after_auto_over_before_fp32']:.2f}x as fast as "
