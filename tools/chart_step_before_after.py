@@ -8,24 +8,16 @@ replaced (copied below, as it was), each in fp32 and bf16; and the precision `au
 Writes results/bench/chart-step-<cpu>-<threads>t.json (or --out, a name under results/bench/). Needs quiet cores: nothing
 else should run beside it. The process keeps freed memory (`keep_freed_memory`), as the trainer does, for every variant.
 """
-import argparse, copy, itertools, json, os, sys, time, types
-from dataclasses import replace
-from pathlib import Path
+import argparse, copy, sys, time, types
 import torch, torch.nn as nn, torch.nn.functional as F
 from annotated_transformer.architecture.attention import Dropout
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.bench.benchmarks import time_blocks
 from annotated_transformer.engine.precision import (autocast_for, keep_freed_memory, precision_trial, resolve_precision,
                                                     cpu_flags, NATIVE_BF16_FLAGS)
-from annotated_transformer.engine.tasks import task_preset, build_chart_data
 from annotated_transformer.parsing.chart import ChartParser, ChartObjective
-from annotated_transformer.training.data import atomic_write
 from live_parity import positive_int  # tools/, beside this file
-from step_phases import out_name, one_line_errors
-
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("AT_DATA_DIR", ROOT.parent / "shared" / "data"))
-
+from step_phases import out_name, one_line_errors, chart_batches, write
 
 class _DropoutBefore(nn.Module):
     "`Dropout.forward` as it was: a select of the scaled input (two passes forward, two backward)."
@@ -77,11 +69,7 @@ def run(a, argv) -> int:
     t_start, c_start = time.perf_counter(), time.process_time()
     keep_freed_memory()
     torch.manual_seed(0)
-    mcfg, tcfg, spec = task_preset("ptb-chart")
-    if a.n_layers: mcfg = replace(mcfg, n_layers=a.n_layers)
-    data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
-    batches = list(itertools.islice(iter(data.train), a.steps + a.warm))
-    if len(batches) < a.steps + a.warm: raise ValueError(f"--steps {a.steps}: the training data has {len(batches)} batches")
+    data, batches = chart_batches(a.steps + a.warm, a.n_layers)
     cfg = data.model_config
     obj = ChartObjective(data.tokenizer, cfg.loss, cfg.tag_loss)
     new = ChartParser(cfg).train()
@@ -110,15 +98,14 @@ def run(a, argv) -> int:
                wall_s=round(time.perf_counter() - t_start, 1), cpu_s=round(time.process_time() - c_start, 1),
                note="each step: the ptb-chart preset's span loss, backward and Adam on one WSJ batch of its 1500-word "
                     "budget, from initialization; each variant's fastest block. 'before' is the code these changes "
-                    "replaced, copied into the tool; the shipped parser trained in fp32, as auto chose then.")
+                    "replaced, copied into the tool; the shipped parser trained in fp32 (--precision fp32).")
     cpu = st["cpu"]["model"].lower().replace(" ", "-")
     flag = "-" + native[0].replace("_", "") if native else ""
     layers = f"-n{cfg.n_layers}" if a.n_layers else ""
-    out = ROOT / "results" / "bench" / (a.out or f"chart-step{layers}-{cpu}{flag}-{torch.get_num_threads()}t.json")
-    atomic_write(out, json.dumps(res, indent=1) + "\n")
+    write(res, a.out or f"chart-step{layers}-{cpu}{flag}-{torch.get_num_threads()}t.json")
     for k, v in per.items(): print(f"{k}: {v:.3f} s/step")
     print(f"auto: {auto} ({why}); after ({auto}) is {res['speedup_after_auto_over_before_fp32']:.2f}x as fast as "
-          f"before (fp32)\nwrote {out}")
+          f"before (fp32)")
     return 0
 
 

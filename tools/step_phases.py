@@ -18,6 +18,7 @@ from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings
 from annotated_transformer.bench.op_profile import as_batch, seq2seq_phases, chart_phases, chart_ops
 from annotated_transformer.engine.tasks import task_preset, build_chart_data
 from annotated_transformer.engine.precision import keep_freed_memory
+from annotated_transformer.training.data import atomic_write
 from annotated_transformer.parsing.chart import ChartParser, ChartObjective
 from live_parity import positive_int  # tools/, beside this file
 
@@ -87,9 +88,10 @@ def run(a, argv) -> int:
     return 0
 
 
-def chart_batches(n: int):
-    "The ptb-chart preset's data (WSJ) and its first n training batches."
+def chart_batches(n: int, n_layers: int | None = None):
+    "The ptb-chart preset's data (WSJ) and its first n training batches; `n_layers`: the encoder's, if not the preset's."
     mcfg, tcfg, spec = task_preset("ptb-chart")
+    if n_layers: mcfg = replace(mcfg, n_layers=n_layers)
     data = build_chart_data(replace(spec, data_dir=str(DATA)), mcfg, tcfg)
     it, batches = iter(data.train), []
     for _ in range(n):
@@ -100,8 +102,9 @@ def chart_batches(n: int):
 
 
 def write(res: dict, name: str):
+    "`res` as JSON in results/bench/`name`, whole or not at all."
     out = ROOT / "results" / "bench" / name
-    tmp = out.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=1) + "\n"); tmp.replace(out)
+    atomic_write(out, json.dumps(res, indent=1) + "\n")
     print("wrote", out)
 
 
