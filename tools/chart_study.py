@@ -212,6 +212,10 @@ def speed(run: str, n: int = 300, threads: int = 1):
     atomic_write(OUT / "speed.json", json.dumps(dict(split="dev (section 22), first sentences", threads=threads, rows=rows,
                                                      hardware=hardware()), indent=1) + "\n")
 
+def _preterminals(models, vocab) -> str:
+    "What the parse puts on the preterminals: the tagger heads' tags where every model has one (as `chart_parse` does), else XX."
+    return "the tagger head's tags" if vocab.tags and all(m.cfg.tag_loss for m in models) else "XX"
+
 def test23(run: str, out_name: str = "test23.json"):
     "The blind parse of section 23's words, in order, with the chosen checkpoint: NAME.pred.txt beside its record NAME.json."
     ck = _best(run)
@@ -225,7 +229,7 @@ def test23(run: str, out_name: str = "test23.json"):
     meta = dict(command=f"python tools/chart_study.py test23 {run}{_out_arg(out_name, 'test23.json')}  (at-parse --checkpoint {ck} "
                         f"--input {DATA}/ptb/test_23.words --output {OUT}/{pred} gives the same trees)",
                 checkpoint=str(ck), checkpoint_sha256=_sha(ck), step=step, sentences=len(trees), seconds=round(dt, 1),
-                preterminals="XX", hardware=hardware(),
+                preterminals=_preterminals([model], vocab), hardware=hardware(),
                 note="blind: section 23 gold trees are not available to the project; the checkpoint was chosen by dev F1 (section 22)")
     atomic_write(OUT / out_name, json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
@@ -245,7 +249,7 @@ def test23_ensemble(*runs: str, out_name: str = "test23-ensemble.json"):
     cks = [_best(r) for r in runs]
     meta = dict(command="python tools/chart_study.py test23-ensemble " + " ".join(runs) + _out_arg(out_name, "test23-ensemble.json"), checkpoints=[str(c) for c in cks],
                 checkpoint_sha256=[_sha(c) for c in cks], steps=[load_checkpoint(c).step for c in cks], sentences=len(trees),
-                seconds=round(dt, 1), preterminals="XX", hardware=hardware(),
+                seconds=round(dt, 1), preterminals=_preterminals(models, vocab), hardware=hardware(),
                 note="blind: section 23 gold trees are not available to the project; the ensemble was chosen by dev F1 (section 22, ensemble.json)")
     atomic_write(OUT / out_name, json.dumps(meta, indent=1) + "\n")
     print(f"{len(trees)} trees in {dt:.1f} s")
