@@ -213,8 +213,9 @@ def speed(run: str, n: int = 300, threads: int = 1):
                                                      hardware=hardware()), indent=1) + "\n")
 
 def _preterminals(models, vocab) -> str:
-    "What the parse puts on the preterminals: the tagger heads' tags where every model has one (as `chart_parse` does), else XX."
-    return "the tagger head's tags" if vocab.tags and all(m.cfg.tag_loss for m in models) else "XX"
+    "What the parse puts on the preterminals (`names_tags`, as `chart_parse` decides): the tagger heads' tags, else XX."
+    from annotated_transformer.parsing.chart import names_tags
+    return "the tagger head's tags" if names_tags(models, vocab) else "XX"
 
 def test23(run: str, out_name: str = "test23.json"):
     "The blind parse of section 23's words, in order, with the chosen checkpoint: NAME.pred.txt beside its record NAME.json."

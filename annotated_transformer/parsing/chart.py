@@ -20,7 +20,7 @@ from .chart_vocab import chart_loader  # for the training cells below
 
 # %% auto #0
 __all__ = ['ChartConfig', 'ChartParser', 'partition', 'tree_score', 'margin_loss', 'span_loss', 'ensemble_scores',
-           'check_vocab_sizes', 'chart_parse', 'ChartObjective', 'plot_span_chart']
+           'check_vocab_sizes', 'names_tags', 'chart_parse', 'ChartObjective', 'plot_span_chart']
 
 # %% ../../nbs/20_chart_parser.ipynb #551cb07e
 @dataclass
@@ -253,6 +253,10 @@ def check_vocab_sizes(cfg: ChartConfig, vocab: ChartVocab,
     have, want = {f: getattr(cfg, f) for f in sizes}, {f: len(getattr(vocab, f[2:])) for f in sizes}
     if have != want: raise ValueError(f"{who}: sized for another vocabulary ({have}, the vocabulary {want})")
 
+def names_tags(models: list[ChartParser], vocab: ChartVocab) -> bool:
+    "Whether `chart_parse` names preterminals by the tagger heads: every model has one, and the vocabulary has tags."
+    return bool(vocab.tags) and all(m.cfg.tag_loss for m in models)
+
 @torch.no_grad()
 def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemble: parsers trained on one vocabulary
                 vocab: ChartVocab, sentences: list[list[str]], # tokenized sentences (non-empty)
@@ -272,7 +276,7 @@ def chart_parse(model: ChartParser | list[ChartParser], # a parser, or an ensemb
     for k in range(0, len(order), batch_size):
         idx = order[k: k + batch_size]
         x = chart_batch(vocab, [sentences[i] for i in idx]).to(dev)
-        tag_ = tags is None and vocab.tags and all(m.cfg.tag_loss for m in models)  # every member has a tagger head
+        tag_ = tags is None and names_tags(models, vocab)
         outs = [m(x.words, x.chars, x.lengths, tags=tag_) for m in models]
         scores = [(o[0] if tag_ else o).float() for o in outs]
         spans, _ = cky(scores[0] if len(models) == 1 else ensemble_scores(scores), x.lengths)
