@@ -229,3 +229,43 @@ def test_cli_loads_a_trainer_checkpoint(run_dir, tmp_path, cli):
     r = cli(translate_main, "--checkpoint", path, "--beam", "2", stdin="a b c\nd e\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == translate(model, tok, ["a b c", "d e"], beam_size=2)
+
+
+# ---------------------------------------------------------------- packed weights (35_fast_decoding)
+from annotated_transformer.architecture.layers import PackedLinear, can_pack
+needs_pack = pytest.mark.skipif(not can_pack(), reason="this PyTorch has no oneDNN packed linear kernel")
+
+@needs_pack
+def test_a_served_translator_is_packed_and_translates_as_the_plain_one():
+    "load_model packs a translator on the CPU; its translations equal the plain model's, greedy and beam."
+    shipped = REPO / "pretrained" / "multi30k-de-en"
+    packed, plain = load_model(shipped, "at-translate"), load_model(shipped, "at-translate", pack=False)
+    n_packed = sum(isinstance(m, PackedLinear) for m in packed.model.modules())
+    assert n_packed == sum(isinstance(m, torch.nn.Linear) for m in plain.model.modules()) > 0
+    assert not any(isinstance(m, PackedLinear) for m in plain.model.modules())
+    assert packed.model.generator.weight is packed.model.tgt_embed.lut.weight  # still tied
+    lines = ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.", "Zwei Hunde spielen im Schnee.",
+             "Eine Frau liest ein Buch auf einer Bank im Park."]
+    for k in (1, 4): assert packed.translate(lines, beam_size=k) == plain.translate(lines, beam_size=k)
+    src = torch.tensor([packed.tokenizer.encode(lines[0]) + [2]])
+    with torch.no_grad():
+        a, b = packed.model(src, src[:, :5]), plain.model(src, src[:, :5])
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-4)  # another kernel: equal to rounding, not bit for bit
+
+@needs_pack
+def test_a_packed_linear_falls_back_where_its_copy_cannot_stand_in():
+    "With gradients, in bf16, or after the weight changed in place, it is the plain Linear, bit for bit."
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 8)
+    pl = PackedLinear(lin)  # shares lin's Parameters
+    x = torch.randn(4, 16)
+    assert torch.equal(pl(x), lin(x))  # gradients on
+    with torch.no_grad():
+        torch.testing.assert_close(pl(x), lin(x), rtol=0, atol=1e-5)
+        lin.weight.add_(1.0)  # in place: the packed copy is stale
+        assert torch.equal(pl(x), lin(x))
+
+def test_a_parser_is_not_packed():
+    "Only translators are packed: a chart parser loads plain (its ONNX export and training read it as built)."
+    p = load_model(REPO / "pretrained" / "ptb-chart", "at-parse")
+    assert not any(isinstance(m, PackedLinear) for m in p.model.modules())

@@ -429,7 +429,7 @@ def long_lines(pkg: pathlib.Path = PKG) -> list[str]:
 # A ratchet: the package had 944 lines over 120 characters when this rule came (issue 72, `_modidx.py` aside); wrapping the
 # lines of every notebook not then being edited left the 238 below, all in cli, train, checkpoint, console, decode, runs,
 # shipped, copy_task, optim and the hand-written __init__. Lower it as lines are wrapped; it never goes up.
-LONG_LINES = 238
+LONG_LINES = 237
 
 def test_lines_are_at_most_120_characters():
     "Wrap a long line at a comma inside its brackets, a long string into two, a long comment onto the line above."

@@ -10,7 +10,7 @@ from torch import Tensor
 from .attention import MultiHeadAttention, Dropout
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer']
+__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'pack_linears']
 
 # %% ../../nbs/02_layers.ipynb #fde12625
 class PositionwiseFeedForward(nn.Module):
@@ -98,3 +98,43 @@ def copy_to_torch_layer(ours: EncoderLayer, ref: nn.Module):
     for name in ["linear1", "linear2"]: getattr(ref, name).load_state_dict(getattr(ours.ff, name).state_dict())
     for name in ["norm1", "norm2", "norm3"]:
         if hasattr(ref, name): getattr(ref, name).load_state_dict(getattr(ours, name).state_dict())
+
+# %% ../../nbs/35_fast_decoding.ipynb #8571d414
+def can_pack() -> bool:
+    "Whether this PyTorch has oneDNN's packed linear kernel (the one `torch.compile` uses on CPUs)."
+    return (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+def _tracing() -> bool:
+    is_exporting = getattr(torch.compiler, "is_exporting", lambda: False)
+    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling() or is_exporting()
+
+class PackedLinear(nn.Module):
+    "An `nn.Linear` whose weight is also held in oneDNN's blocked layout, for CPU inference: the same product, faster."
+    def __init__(self, linear: nn.Linear, # an fp32 Linear on the CPU; its Parameters are shared, not copied
+                 rows: int = 128): # the number of rows the kernel is tuned for (N = B * K while decoding)
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight, self.bias = linear.weight, linear.bias  # the same Parameters: ties and state_dict unchanged
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), rows)  # (out, in), reordered
+        self.versions = self._versions()  # the weights' in-place versions when packed
+
+    def _versions(self): return (self.weight._version, None if self.bias is None else self.bias._version)
+
+    def forward(self, x: Tensor) -> Tensor: # (..., in) -> (..., out)
+        if (torch.is_grad_enabled() or x.dtype != torch.float32 or self.weight.dtype != torch.float32 or _tracing()
+                or x.device.type != "cpu" or self._versions() != self.versions):  # where its copy cannot stand in
+            return nn.functional.linear(x, self.weight, self.bias)
+        b = None if self.bias is None else self.bias.detach()
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, b, "none", [], "")
+
+    def extra_repr(self) -> str: return f"in_features={self.in_features}, out_features={self.out_features}, packed"
+
+def pack_linears(model: nn.Module) -> nn.Module: # the same model, its fp32 CPU Linears packed (in place)
+    "Replace every fp32 `nn.Linear` on the CPU by a `PackedLinear`; without oneDNN's kernel, change nothing."
+    if not can_pack(): return model
+    for mod in list(model.modules()):
+        for name, c in list(mod.named_children()):
+            if type(c) is nn.Linear and c.weight.device.type == "cpu" and c.weight.dtype == torch.float32:
+                setattr(mod, name, PackedLinear(c))
+    return model

@@ -69,15 +69,18 @@ def _load() -> list[float] | None:
     except (OSError, AttributeError): return None
 
 # %% ../../nbs/33_bench_suite.ipynb #3882318a
-def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, or a run directory (its newest intact one)
+def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, a run directory or a shipped model's folder
               data_dir: str | Path | None = None, # default: the one the run recorded
-              threads: int = 1, reps: int = 3) -> dict:
+              threads: int = 1, reps: int = 3,
+              recipe: str | None = None, # the test split's data recipe (default: the run's; a shipped model has none)
+             ) -> dict:
     "`compare_ct2` on the test split the run's task reports on, with the checkpoint's hash and training step."
     ck = load_checkpoint(checkpoint)
-    _, test, task = run_splits(ck, "test", data_dir=data_dir)
+    _, test, task = run_splits(ck, "test", recipe=recipe, data_dir=data_dir)
     res = compare_ct2(ck, test.src, test.tgt, threads=threads, reps=reps)
-    return dict(res, checkpoint=str(ck.path), checkpoint_sha256=hashlib.sha256(ck.path.read_bytes()).hexdigest(),
-                step=ck.step, task=task, split=test.split)
+    weights = ck.path / "model.safetensors" if ck.path.is_dir() else ck.path  # a shipped folder: its weights file
+    return dict(res, checkpoint=str(ck.path), checkpoint_sha256=hashlib.sha256(weights.read_bytes()).hexdigest(),
+                step=ck.step, task=task, split=test.split, recipe=recipe)
 
 # %% ../../nbs/33_bench_suite.ipynb #ee685d90
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu",
@@ -87,6 +90,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
                    decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
                    precisions=("fp32", "bf16"), # of the train, infer and memory benchmarks
                    checkpoint: str | Path | None = None, # a trained translation model, for the ct2 benchmark
+                   recipe: str | None = None, # the ct2 benchmark's data recipe (default: the one its run recorded)
                    compile_threads: tuple[int, ...] | None = None
                   # CPU thread counts of the compile benchmark (None: `threads`)
                   ) -> dict:
@@ -144,7 +148,8 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
         if checkpoint is None:
             raise ValueError("the ct2 benchmark decodes a trained translation model: pass checkpoint=")
         t0 = time.perf_counter()
-        out["ct2"] = bench_ct2(checkpoint, data_dir, threads or torch.get_num_threads(), max(1, min(reps, 3)))
+        out["ct2"] = bench_ct2(checkpoint, data_dir, threads or torch.get_num_threads(), max(1, min(reps, 3)),
+                               recipe)
         log(f"[trained] ct2 done in {time.perf_counter() - t0:.1f} s")
     return out
 
@@ -296,15 +301,24 @@ def _cost_rows(r: dict): # one preset's results
 # %% ../../nbs/33_bench_suite.ipynb #8c719a58
 def _ct2_rows(x: dict): # the ct2 benchmark's result
     "Rows of the trained model against CTranslate2: speed, BLEU, and the share of identical translations."
-    what = f"beam {x['beam_size']} sent/s, {x['sentences']} sentences, B={x['batch_size']}"
+    what = f"{x['sentences']} sentences, B={x['batch_size']}"
     for ct in ("float32", "int8"):
-        yield (f"{what}, vs CTranslate2 {ct}", x["ours"]["sentences_per_s"], x[f"ct2_{ct}"]["sentences_per_s"],
-               f"CTranslate2 {ct}", x[f"ours_over_ct2_{ct}"])
+        yield (f"beam {x['beam_size']} sent/s, {what}, vs CTranslate2 {ct}", x["ours"]["sentences_per_s"],
+               x[f"ct2_{ct}"]["sentences_per_s"], f"CTranslate2 {ct}", x[f"ours_over_ct2_{ct}"])
+    if "greedy_ours" in x:  # greedy timed too, and ours with plain nn.Linear beside the packed layers it serves
+        yield (f"greedy sent/s, {what}, vs CTranslate2 float32", x["greedy_ours"]["sentences_per_s"],
+               x["greedy_ct2_float32"]["sentences_per_s"], "CTranslate2 float32", x["greedy_ours_over_ct2_float32"])
+        for pre, search in (("", f"beam {x['beam_size']}"), ("greedy_", "greedy")):
+            ours, plain = x[f"{pre}ours"]["sentences_per_s"], x[f"{pre}ours_unpacked"]["sentences_per_s"]
+            yield f"{search} sent/s, packed Linears vs plain", ours, plain, "ours, plain nn.Linear", ours / plain
     yield ("BLEU, beam, ours vs CTranslate2 float32", x["ours"]["bleu"], x["ct2_float32"]["bleu"],
            "CTranslate2 float32", None)
     yield ("BLEU, beam, CTranslate2's own |Y|^alpha penalty vs GNMT's", x["ct2_float32_own_penalty"]["bleu"],
            x["ct2_float32"]["bleu"], "CTranslate2 float32", None)
     yield "identical translations, greedy / beam", x["greedy_identical"], x["beam_identical"], "share", None
+    if "packed_identical" in x:
+        yield ("identical to plain nn.Linear, greedy / beam", x["packed_identical"]["greedy"],
+               x["packed_identical"]["beam"], "share", None)
 
 # %% ../../nbs/33_bench_suite.ipynb #38ac02c6
 # a row: measurement, ours, reference, what the reference is, ours / reference

@@ -4,12 +4,12 @@
 
 # %% ../../nbs/32d_ctranslate2.ipynb #3ea2c5b7
 from __future__ import annotations
-import os, shutil, tempfile, time
+import os, pickle, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 import torch
 from ..architecture.model import Transformer
 from ..training.data import SubwordTokenizer
-from ..engine.checkpoint import Checkpoint
+from ..engine.checkpoint import Checkpoint, load_checkpoint
 from ..translation.inference import encode_sources, translate, bleu_scores
 from ..engine.loading import load_model
 from ..training.decode import length_penalty
@@ -171,48 +171,102 @@ def ct2_translate(translator, tok: SubwordTokenizer, lines: list[str], # source 
     return out
 
 # %% ../../nbs/32d_ctranslate2.ipynb #4898c6c9
-def _timed(f, reps: int) -> tuple[list[str], float]:
-    outs, ts = None, []
-    for _ in range(reps):
-        t0 = time.perf_counter(); outs = f(); ts.append(time.perf_counter() - t0)
-    return outs, sorted(ts)[len(ts) // 2]
+def _decoder_main():
+    "A decoder's process: reads its engine from stdin, then translates each request and writes (lines, seconds) back."
+    pipe_in, pipe_out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")  # the answers' own channel
+    os.dup2(2, 1)  # anything the libraries print goes to stderr, never into the answers
+    def send(x): pickle.dump(x, pipe_out); pipe_out.flush()
+    try:
+        name, source, threads, max_len = pickle.load(pipe_in)
+        torch.set_num_threads(threads)
+        if name.startswith("ct2_"):
+            tr, tok = load_ct2(source, name[4:], threads)
+            run = lambda lines, kw: ct2_translate(tr, tok, lines, max_len=max_len, **kw)
+        else:
+            model, tok = load_model(source, "at-translate", pack=name == "ours")
+            run = lambda lines, kw: translate(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
+        send("ready")
+        while (req := pickle.load(pipe_in)) is not None:
+            t0 = time.perf_counter(); out = run(*req); send((out, time.perf_counter() - t0))
+    except EOFError: pass
+    except Exception as e: send(("error", f"{type(e).__name__}: {e}"))
+
+class _Decoders:
+    "Each decoder in its own process, asked one at a time: two OpenMP thread pools in one process slow each other."
+    def __init__(self, sources: dict, threads: int, max_len: int):
+        self.procs = {}
+        code = "from annotated_transformer.bench.ctranslate2 import _decoder_main; _decoder_main()"
+        try:
+            for name, source in sources.items():
+                self.procs[name] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                                    stdout=subprocess.PIPE)
+                self.send(name, (name, source, threads, max_len)); self.answer(name)  # "ready", or its error
+        except BaseException: self.close(); raise
+
+    def send(self, name: str, x):
+        pickle.dump(x, self.procs[name].stdin); self.procs[name].stdin.flush()
+
+    def answer(self, name: str):
+        try: got = pickle.load(self.procs[name].stdout)
+        except EOFError: raise RuntimeError(f"the {name} decoder's process ended without an answer") from None
+        if isinstance(got, tuple) and got[0] == "error": raise RuntimeError(f"the {name} decoder: {got[1]}")
+        return got
+
+    def run(self, name: str, lines: list[str], **kw) -> tuple[list[str], float]:
+        self.send(name, (lines, kw)); return self.answer(name)
+
+    def close(self):
+        for p in self.procs.values():
+            try: p.stdin.close()  # EOF: the process ends
+            except OSError: pass
+        for p in self.procs.values():
+            try: p.wait(timeout=20)
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
 
 def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                 lines: list[str], refs: list[str], # source sentences and their references
                 threads: int = 1, batch_size: int = 32, beam_size: int = 4, alpha: float = 0.6,
                 reps: int = 3, # timed repetitions of each decoder (median)
                 ct2_dir: str | Path | None = None, # where to export (default: a temporary directory)
-               ) -> dict: # agreement, BLEU and sentences/s of ours and CTranslate2 (fp32, int8)
-    "Our batched beam search against CTranslate2 on the same model, sentences, threads and batch size."
+               ) -> dict: # agreement, BLEU and sentences/s of ours (packed, plain) and CTranslate2 (fp32, int8)
+    "Our batched search against CTranslate2's, greedy and beam, on the same model, sentences, threads and batch size."
     if len(lines) != len(refs):
         raise ValueError(f"{len(lines)} source lines but {len(refs)} references: they must align line by line")
     if not isinstance(reps, int) or reps < 1: raise ValueError(f"reps={reps!r}: expected an integer >= 1")
-    model, tok = load_model(ckpt, "at-translate")
-    torch.set_num_threads(threads)
+    ck = ckpt if isinstance(ckpt, Checkpoint) else load_checkpoint(ckpt)
+    model, _ = load_model(ck, "at-translate", pack=False)
     with tempfile.TemporaryDirectory() as tmp:
-        d = export_ctranslate2(ckpt, ct2_dir or Path(tmp) / "ct2", force=True)
-        engines = {ct: load_ct2(d, ct, threads)[0] for ct in ("float32", "int8")}
-        kw = dict(alpha=alpha, batch_size=batch_size)
-        greedy_ours = translate(model, tok, lines, beam_size=1, batch_size=batch_size)
-        greedy_ct2 = ct2_translate(engines["float32"], tok, lines, beam_size=1, batch_size=batch_size,
-                                   max_len=model.cfg.max_len)
-        res = dict(ctranslate2=_need_ct2().__version__, parameters=sum(p.numel() for p in model.parameters()),
-                   sentences=len(lines),
-                   threads=threads, batch_size=batch_size, beam_size=beam_size, alpha=alpha, reps=reps,
-                   greedy_identical=sum(a == b for a, b in zip(greedy_ours, greedy_ct2)) / len(lines))
-        runs = {"ours": lambda: translate(model, tok, lines, beam_size=beam_size, **kw)}
-        for ct, tr in engines.items():
-            runs[f"ct2_{ct}"] = lambda tr=tr: ct2_translate(tr, tok, lines, beam_size=beam_size,
-                                                            max_len=model.cfg.max_len, **kw)
-        runs["ct2_float32_own_penalty"] = lambda: ct2_translate(engines["float32"], tok, lines, beam_size=beam_size,
-                                                                max_len=model.cfg.max_len, rerank=False, **kw)
-        outs, secs = {}, {k: [] for k in runs}
-        for _ in range(reps):  # alternate, so a change in the machine's load falls on every decoder alike
-            for k, f in runs.items(): outs[k], s = _timed(f, 1); secs[k].append(s)
-        for k in runs:
-            s = sorted(secs[k])[len(secs[k]) // 2]
-            res[k] = dict(seconds=s, sentences_per_s=len(lines) / s, bleu=bleu_scores(outs[k], refs)["bleu"])
-        res["beam_identical"] = sum(a == b for a, b in zip(outs["ours"], outs["ct2_float32"])) / len(lines)
-        res["ours_over_ct2_float32"] = res["ours"]["sentences_per_s"] / res["ct2_float32"]["sentences_per_s"]
-        res["ours_over_ct2_int8"] = res["ours"]["sentences_per_s"] / res["ct2_int8"]["sentences_per_s"]
+        d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
+        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ct2_float32": d, "ct2_int8": d}, threads,
+                            model.cfg.max_len)
+        try:
+            kw = dict(alpha=alpha, batch_size=batch_size)
+            runs = {"ours": ("ours", dict(beam_size=beam_size, **kw)),  # name -> (decoder, options)
+                    "ours_unpacked": ("ours_unpacked", dict(beam_size=beam_size, **kw)),
+                    "ct2_float32": ("ct2_float32", dict(beam_size=beam_size, **kw)),
+                    "ct2_int8": ("ct2_int8", dict(beam_size=beam_size, **kw)),
+                    "ct2_float32_own_penalty": ("ct2_float32", dict(beam_size=beam_size, rerank=False, **kw)),
+                    "greedy_ours": ("ours", dict(beam_size=1, **kw)),
+                    "greedy_ours_unpacked": ("ours_unpacked", dict(beam_size=1, **kw)),
+                    "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw))}
+            for e in engines.procs: engines.run(e, lines[:64], beam_size=beam_size, **kw)  # warm-up, untimed
+            outs, secs = {}, {k: [] for k in runs}
+            for _ in range(reps):  # alternate, so a change in the machine's load falls on every decoder alike
+                for k, (e, o) in runs.items(): outs[k], s = engines.run(e, lines, **o); secs[k].append(s)
+        finally: engines.close()
+    res = dict(ctranslate2=_need_ct2().__version__, parameters=sum(p.numel() for p in model.parameters()),
+               sentences=len(lines), threads=threads, batch_size=batch_size, beam_size=beam_size, alpha=alpha,
+               reps=reps, isolated=True)  # isolated: each decoder timed in a process of its own
+    same = lambda a, b: sum(x == y for x, y in zip(outs[a], outs[b])) / len(lines)
+    for k in runs:
+        s = sorted(secs[k])[len(secs[k]) // 2]
+        res[k] = dict(seconds=s, sentences_per_s=len(lines) / s, bleu=bleu_scores(outs[k], refs)["bleu"])
+    res["greedy_identical"] = same("greedy_ours", "greedy_ct2_float32")  # the export's faithfulness
+    res["beam_identical"] = same("ours", "ct2_float32")
+    res["packed_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_unpacked"),  # packing changes nothing
+                                   beam=same("ours", "ours_unpacked"))
+    for k in ("ours", "ours_unpacked", "greedy_ours", "greedy_ours_unpacked"):
+        for ct in ("float32", "int8"):
+            ref = f"greedy_ct2_{ct}" if k.startswith("greedy") else f"ct2_{ct}"
+            if ref in res: res[f"{k}_over_ct2_{ct}"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
     return res

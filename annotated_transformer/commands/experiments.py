@@ -93,7 +93,11 @@ def bench_parser() -> Parser:
     ap.add_argument("--peak-tflops", type=number(float, 0, positive=True), default=None, help="the peak TFLOP/s that MFU divides by: on a GPU the card's dense bf16 peak (default: looked up by its name); on a CPU it replaces "
                     "the measured matmul rate, so the compile benchmark must then run one precision at one thread count")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None, help="the data directory, as at-train's: its multi30k/ gives the batching benchmark's sentence lengths (default: the default data directory)")
-    ap.add_argument("--checkpoint", default=None, help="a trained translation checkpoint (file or run directory): adds the ct2 benchmark, our beam search against CTranslate2 on its test split (pip install ctranslate2; default: none, no ct2 benchmark)")
+    ap.add_argument("--checkpoint", default=None, help="a trained translation model (file, run directory or shipped "
+                    "folder): adds the ct2 benchmark, our beam and greedy search against CTranslate2 on its test split "
+                    "(pip install ctranslate2; default: none, no ct2 benchmark)")
+    ap.add_argument("--recipe", default=None, help="the data recipe of the ct2 benchmark's test split, e.g. multi30k "
+                    "(default: the one the checkpoint's run recorded; a shipped model records none)")
     ap.add_argument("--out", default=None, help="JSON file to write (default: results/bench/<device type>.json)")
     return ap
 
@@ -115,7 +119,7 @@ def _run_bench(argv: list[str]) -> int:
     res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, device, a.threads or None, shapes, a.seqlens,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint,
-                         compile_threads=a.compile_threads)
+                         compile_threads=a.compile_threads, recipe=a.recipe)
     print_report(res)
     atomic_write(out, json.dumps(res, indent=1))
     print(f"wrote {out}")

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from fastcore.basics import patch
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from ..architecture.layers import pack_linears
 
 # %% auto #0
 __all__ = ['load_model']
@@ -20,6 +21,7 @@ def serve(self: Checkpoint,
           device: str | torch.device = "cpu",
           tokenizer=None, # its tokenizer, or the directory one was saved in (None: the one stored inside)
           name: str = "", # a shipped model's name
+          pack: bool = True, # a translator on the CPU: its Linears packed for oneDNN (`pack_linears`, same products)
          ):
     "This checkpoint's model, ready to use as its kind serves it (a `Translator`, a `ConstituencyParser`)."
     k = self.model_kind
@@ -35,7 +37,9 @@ def serve(self: Checkpoint,
     except ValueError as e: raise CheckpointError(f"{self.where}, with the tokenizer at {where}: {e}") from None
     if k.serving is None: raise CheckpointError(f"{self.where}: a {k.label or k.name} model is served by no command")
     # the record it keeps (config, provenance) holds no second copy of the weights: the model has them
-    return k.serve(self.build(device), tokenizer, name=name, checkpoint=replace(self, weights={}))
+    model = self.build(device)
+    if pack and k.serves("at-translate") and torch.device(device).type == "cpu": pack_linears(model)
+    return k.serve(model, tokenizer, name=name, checkpoint=replace(self, weights={}))
 
 def _tokenizer_in(kind, d: Path):
     "The tokenizer a run saved in directory `d`, of the kind's tokenizer class."
@@ -51,6 +55,7 @@ def load_model(source, # a checkpoint file, a run directory, a shipped folder, a
                device: str | torch.device = "cpu",
                tokenizer=None, # its tokenizer, or the directory one was saved in (None: the one stored inside)
                name: str = "", # a shipped model's name
+               pack: bool = True, # a translator on the CPU: its Linears packed (`pack_linears`); False: plain
               ):
     """A trained model ready to use (`Translator`, `ConstituencyParser`), from wherever it is stored; two or more chart
     parsers of one vocabulary: an ensemble."""
@@ -58,7 +63,7 @@ def load_model(source, # a checkpoint file, a run directory, a shipped folder, a
     sources = list(source) if many else [source]
     if not sources: raise ValueError("source: expected one or more checkpoints")
     cks = [s if isinstance(s, Checkpoint) else load_checkpoint(s) for s in sources]
-    served = [ck.serve(command, device, tokenizer, name) for ck in cks]
+    served = [ck.serve(command, device, tokenizer, name, pack) for ck in cks]
     if len(served) == 1: return served[0]
     first = served[0]
     for s, ck, p in zip(served, cks, sources):
