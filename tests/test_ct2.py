@@ -1,5 +1,5 @@
 "Export to CTranslate2 (32d_ctranslate2): a failed export leaves nothing behind; checkpoints that are not translators are refused."
-import pytest, torch
+import os, pytest, torch
 from pathlib import Path
 ct2_mod = pytest.importorskip("ctranslate2")
 from annotated_transformer.bench import ctranslate2 as ct2
@@ -51,3 +51,16 @@ def test_a_shipped_model_exports_and_translates_as_ours(tmp_path):
     lines = ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Fahrrad."]
     translator, tok = ct2.load_ct2(out)
     assert ct2.ct2_translate(translator, tok, lines, beam_size=1) == pretrained("multi30k-de-en").translate(lines, beam_size=1)
+
+def test_each_decoder_runs_in_its_own_process_and_a_failing_one_is_named(ckpt, tmp_path):
+    "compare_ct2's decoders live in processes of their own; one that cannot start says which, and none is left running."
+    with pytest.raises(RuntimeError, match=r"the ct2_float32 decoder: FileNotFoundError: .*no model\.bin"):
+        ct2._Decoders({"ours": ckpt, "ct2_float32": tmp_path / "missing"}, 1, 64)
+    d = ct2._Decoders({"ours": ckpt, "ours_unpacked": ckpt}, 1, 64)
+    try:
+        pids = {n: p.pid for n, p in d.procs.items()}
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+        (a, s), (b, _) = d.run("ours", ["a b c", "d e f"], beam_size=2), d.run("ours_unpacked", ["a b c", "d e f"], beam_size=2)
+        assert a == b and len(a) == 2 and s > 0
+    finally: d.close()
+    assert all(p.poll() is not None for p in d.procs.values())
