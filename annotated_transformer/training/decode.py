@@ -204,17 +204,19 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
     check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, beam_size, alpha, n_best)
     cfg, B, K, dev = model.cfg, src.size(0), beam_size, src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b).tolist()  # (B,)
-    memory = model.encode(src, src_key_padding_mask).repeat_interleave(K, 0)  # (B*K, S, D): encoded once per sentence
-    mask = None if src_key_padding_mask is None else src_key_padding_mask.repeat_interleave(K, 0)  # (B*K, S)
-    state = DecoderState(model, memory, mask, use_cache, static_cache, max(limit) + 1)
-    ys = torch.full((B * K, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (B*K, 1)
+    memory = model.encode(src, src_key_padding_mask)  # (B, S, D): encoded once per sentence
+    state = DecoderState(model, memory, src_key_padding_mask, use_cache, static_cache, max(limit) + 1)  # B rows at first
+    ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (B, 1): a sentence's K beams start as one row
     scores = torch.full((B, K), float("-inf"), device=dev); scores[:, 0] = 0  # (B, K): summed log-probs
     finished, done = [[] for _ in range(B)], [False] * B
     active = list(range(B))  # the sentence of each block of K rows (all of them, unless finished ones leave)
     if constraint is not None: constraint.begin(K, torch.tensor(limit, device=dev))
     for t in range(max(limit)):
         A = len(active)
-        logp = state.step(ys)  # (A*K, V)
+        logp = state.step(ys)  # (A*K, V); at the first step (B, V)
+        if t == 0 and K > 1:  # each sentence's row becomes its K rows: memory, mask, cache, tokens, log-probs
+            first = torch.arange(B, device=dev).repeat_interleave(K)  # (B*K,)
+            state.select(first); ys, logp = ys.index_select(0, first), logp.index_select(0, first)  # (B*K, 1), (B*K, V)
         if constraint is not None: logp = logp.masked_fill(~constraint.allowed(), float("-inf"))
         V = logp.size(-1)
         top, idx = (scores.view(-1, 1) + logp).view(A, K * V).topk(2 * K, dim=1)  # (A, 2K)
