@@ -205,7 +205,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
     cfg, B, K, dev = model.cfg, src.size(0), beam_size, src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b).tolist()  # (B,)
     memory = model.encode(src, src_key_padding_mask)  # (B, S, D): encoded once per sentence
-    state = DecoderState(model, memory, src_key_padding_mask, use_cache, static_cache, max(limit) + 1)  # B rows at first
+    state = DecoderState(model, memory, src_key_padding_mask, use_cache, static_cache, max(limit) + 1)  # B rows
     ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (B, 1): a sentence's K beams start as one row
     scores = torch.full((B, K), float("-inf"), device=dev); scores[:, 0] = 0  # (B, K): summed log-probs
     finished, done = [[] for _ in range(B)], [False] * B
