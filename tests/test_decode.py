@@ -269,3 +269,19 @@ def test_a_parser_is_not_packed():
     "Only translators are packed: a chart parser loads plain (its ONNX export and training read it as built)."
     p = load_model(REPO / "pretrained" / "ptb-chart", "at-parse")
     assert not any(isinstance(m, PackedLinear) for m in p.model.modules())
+
+@needs_pack
+def test_a_packed_model_copies_and_pickles():
+    "copy.deepcopy and pickle of a served translator pack the copy's own weights (oneDNN's copy has no storage)."
+    import copy, io
+    tr = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate")
+    src = torch.tensor([tr.tokenizer.encode("Zwei Hunde spielen im Schnee.") + [2]])
+    with torch.no_grad(): want = tr.model(src, src[:, :4])
+    for m in (copy.deepcopy(tr.model), torch.load(io.BytesIO(_saved(tr.model)), weights_only=False)):
+        assert m.generator.weight is m.tgt_embed.lut.weight and m.generator.weight is not tr.model.generator.weight
+        assert all(x.packed is not None for x in m.modules() if isinstance(x, PackedLinear))
+        with torch.no_grad(): torch.testing.assert_close(m(src, src[:, :4]), want, rtol=0, atol=1e-5)
+
+def _saved(model) -> bytes:
+    import io
+    b = io.BytesIO(); torch.save(model, b); return b.getvalue()

@@ -106,8 +106,9 @@ def can_pack() -> bool:
             and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 
 def _tracing() -> bool:
-    is_exporting = getattr(torch.compiler, "is_exporting", lambda: False)
-    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling() or is_exporting()
+    never = lambda: False  # a check this PyTorch does not have
+    compiling, exporting = (getattr(torch.compiler, f, never) for f in ("is_compiling", "is_exporting"))
+    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or compiling() or exporting()
 
 class PackedLinear(nn.Module):
     "An `nn.Linear` whose weight is also held in oneDNN's blocked layout, for CPU inference: the same product, faster."
@@ -116,14 +117,26 @@ class PackedLinear(nn.Module):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight, self.bias = linear.weight, linear.bias  # the same Parameters: ties and state_dict unchanged
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), rows)  # (out, in), reordered
+        self.rows = rows
+        self._pack()
+
+    def _pack(self):
+        w = self.weight.detach()
+        fits = w.device.type == "cpu" and w.dtype == torch.float32  # else no copy: the plain product
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(w, self.rows) if fits else None  # (out, in), reordered
         self.versions = self._versions()  # the weights' in-place versions when packed
 
     def _versions(self): return (self.weight._version, None if self.bias is None else self.bias._version)
 
+    def __getstate__(self):  # copy.deepcopy, pickle: oneDNN's opaque copy has no storage to copy; packed again after
+        return {**self.__dict__, "packed": None}
+
+    def __setstate__(self, state): super().__setstate__(state); self._pack()
+
     def forward(self, x: Tensor) -> Tensor: # (..., in) -> (..., out)
-        if (torch.is_grad_enabled() or x.dtype != torch.float32 or self.weight.dtype != torch.float32 or _tracing()
-                or x.device.type != "cpu" or self._versions() != self.versions):  # where its copy cannot stand in
+        if (torch.is_grad_enabled() or self.packed is None or x.dtype != torch.float32 or _tracing()
+                or self.weight.dtype != torch.float32 or x.device.type != "cpu"
+                or self._versions() != self.versions):  # where its copy cannot stand in
             return nn.functional.linear(x, self.weight, self.bias)
         b = None if self.bias is None else self.bias.detach()
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, b, "none", [], "")
