@@ -205,3 +205,35 @@ def test_dropout_on_cuda_is_f_dropout():
     torch.manual_seed(0); a = Dropout(0.2)(x)
     torch.manual_seed(0); b = torch.nn.functional.dropout(x, 0.2, True)
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [None, torch.bfloat16])
+def test_attention_dropout_in_training_on_cpu_is_written_out(dtype):
+    """Training on a CPU with dropout on the weights, `MultiHeadAttention` runs the written-out `attention` with the
+    package's `Dropout` (SDPA has no CPU kernel with dropout): the same output and gradients as that, drawn from the same
+    seed; the weights are returned only when asked for; in eval mode the fused kernel gives the same as written out."""
+    from annotated_transformer.architecture.attention import Dropout
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_model=32, n_heads=4, dropout=0.3).train()
+    x = torch.randn(3, 6, 32, requires_grad=True)
+    kpm = torch.zeros(3, 6, dtype=torch.bool); kpm[1, 4:] = True
+    ctx = torch.autocast("cpu", dtype=dtype) if dtype else torch.autocast("cpu", enabled=False)
+    def written_out(x):
+        B, T, _ = x.shape
+        q, k, v = (mha.split_heads(p(x)) for p in (mha.q_proj, mha.k_proj, mha.v_proj))
+        o, _ = attention(q, k, v, merge_masks(causal_mask(T), kpm, B, T, T), mha.dropout)
+        return mha.out_proj(o.transpose(1, 2).reshape(B, T, -1))
+    with ctx:
+        torch.manual_seed(1); out, w = mha(x, x, x, key_padding_mask=kpm, is_causal=True)
+        torch.manual_seed(1); want = written_out(x)
+    assert w is None and isinstance(mha.dropout, Dropout)
+    assert torch.equal(out, want)
+    g, = torch.autograd.grad(out.float().sum(), x); g_want, = torch.autograd.grad(want.float().sum(), x)
+    assert torch.equal(g, g_want)
+    with ctx: torch.manual_seed(2); _, w = mha(x, x, x, key_padding_mask=kpm, need_weights=True)
+    assert w.shape == (3, 4, 6, 6) and (w == 0).any()  # dropped out
+    mha.eval()
+    with torch.no_grad():
+        fused, _ = mha(x, x, x, key_padding_mask=kpm, is_causal=True)
+        mha.fused = False; plain, _ = mha(x, x, x, key_padding_mask=kpm, is_causal=True); mha.fused = True
+    torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-6)

@@ -405,3 +405,19 @@ def test_chunked_loss_bad_input():
         ChunkedLabelSmoothingLoss(0.1, 0)(h, gen, tgt[:, :8])
     with pytest.raises(TypeError, match="integer class indices"): ChunkedLabelSmoothingLoss(0.1, 0)(h, gen, tgt.float())
     with pytest.raises(ValueError, match="label_smoothing="): ChunkedLabelSmoothingLoss(1.0, 0)
+
+
+@pytest.mark.parametrize("fill", ["none", "all"])
+def test_chunked_loss_with_no_padding_or_only_padding(fill):
+    "Padding rows are skipped: a batch with none selects nothing; one with only padding has zero loss and gradients."
+    h, gen, tgt = hidden_batch(seed=5)
+    tgt = tgt.clamp(min=1) if fill == "none" else torch.zeros_like(tgt)
+    x = h.clone().requires_grad_(); gen.zero_grad()
+    s, n = ChunkedLabelSmoothingLoss(0.1, 0, chunk_size=4)(x, gen, tgt); s.backward()
+    x2 = h.clone().requires_grad_(); gen2 = nn.Linear(gen.in_features, gen.out_features); gen2.load_state_dict(gen.state_dict())
+    s2, n2 = LabelSmoothingLoss(0.1, 0)(gen2(x2), tgt); s2.backward()
+    assert n.item() == n2.item() == (tgt.numel() if fill == "none" else 0)
+    torch.testing.assert_close(s, s2.detach(), rtol=1e-6, atol=1e-5)
+    for a, b in ((x.grad, x2.grad), (gen.weight.grad, gen2.weight.grad), (gen.bias.grad, gen2.bias.grad)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    if fill == "all": assert s.item() == 0 and x.grad.abs().max().item() == gen.weight.grad.abs().max().item() == 0

@@ -192,10 +192,13 @@ class MultiHeadAttention(nn.Module):
         S = k.size(2)
         if is_causal and attn_mask is None and cache is None: attn_mask = causal_mask(T, device=query.device)
         mask = merge_masks(attn_mask, key_padding_mask, B, T, S)  # (B|1, 1, T|1, S) or None
-        if self.fused and not need_weights:
-            p = self.dropout_p if self.training else 0.0
+        p = self.dropout_p if self.training else 0.0
+        # on a CPU the fused kernel has no dropout: with it, SDPA writes the weights out and draws a Bernoulli number
+        # per weight; written out here, `Dropout` draws 16 bits per weight, and the step is faster
+        if self.fused and not need_weights and not (p > 0 and q.device.type == "cpu"):
             out, attn = F.scaled_dot_product_attention(q, k, v, attn_mask=to_sdpa_mask(mask), dropout_p=p), None
         else:
             out, attn = attention(q, k, v, mask, self.dropout)  # (B, H, T, Dh), (B, H, T, S)
+            if not need_weights: attn = None
         out = out.transpose(1, 2).reshape(B, T, -1)  # (B, T, H*Dh): concatenate the heads
         return self.out_proj(out), attn  # (B, T, D)
