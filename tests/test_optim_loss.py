@@ -409,7 +409,7 @@ def test_chunked_loss_bad_input():
 
 @pytest.mark.parametrize("fill", ["none", "all"])
 def test_chunked_loss_with_no_padding_or_only_padding(fill):
-    "Padding rows are skipped: a batch with none selects nothing; one with only padding has zero loss and gradients."
+    "A batch with no padding gives the readable loss and gradients; one with only padding has zero loss and gradients."
     h, gen, tgt = hidden_batch(seed=5)
     tgt = tgt.clamp(min=1) if fill == "none" else torch.zeros_like(tgt)
     x = h.clone().requires_grad_(); gen.zero_grad()
@@ -419,5 +419,5 @@ def test_chunked_loss_with_no_padding_or_only_padding(fill):
     assert n.item() == n2.item() == (tgt.numel() if fill == "none" else 0)
     torch.testing.assert_close(s, s2.detach(), rtol=1e-6, atol=1e-5)
     for a, b in ((x.grad, x2.grad), (gen.weight.grad, gen2.weight.grad), (gen.bias.grad, gen2.bias.grad)):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # sums over rows in another order
     if fill == "all": assert s.item() == 0 and x.grad.abs().max().item() == gen.weight.grad.abs().max().item() == 0
