@@ -274,6 +274,13 @@ def test_compile_benchmark_rows():
     assert r["fast_ratio"] == pytest.approx(tok["ours_fast"] / tok["torch_compiled"])
     assert r["fast_eager_ratio"] == pytest.approx(tok["ours_fast_eager"] / tok["torch_eager"])
     assert r["ours_eager"]["mfu"] == pytest.approx(r["ours_eager"]["tflops"])
+    # the chunked loss skips padding rows: their generator products (3 x 2 D V each) leave the computed count
+    pad_rows = int(b["tgt_key_padding_mask"].sum()); assert pad_rows > 0
+    for k, (_, kw) in VARIANTS.items():
+        less = 6 * pad_rows * cfg.d_model * cfg.tgt_vocab_size if kw.get("loss") == "chunked" else 0
+        assert r[k]["computed_flops"] == r["flops"] - less
+        assert r[k]["computed_mfu"] == pytest.approx(r[k]["computed_flops"] / r[k]["step_s"] / 1e12)
+    assert r["ours_fast_eager"]["computed_mfu"] < r["ours_fast_eager"]["mfu"]
     assert r["threads"] == torch.get_num_threads() and set(r["ours_fast"]) >= {"payback_steps", "first_call_s"}
     rows = ratio_rows(dict(results=dict(tiny=dict(compile={"fp32, 1 thread": r}))))  # run_benchmarks: one result per setting
     assert any(x["what"] == "train fp32, 1 thread tokens/s, both compiled" and x["ratio"] == r["compiled_ratio"] for x in rows)

@@ -256,3 +256,18 @@ def test_entry_points_are_the_console_scripts():
     for prog, target in scripts.items():
         mod, func = target.split(":")
         assert callable(getattr(importlib.import_module(mod), func)), target
+
+
+def test_a_shorter_run_keeps_the_preset_cooldown_share(capsys):
+    "--max-steps below the preset's cooldown scales the cooldown to its share of the preset's run; a typed one is kept."
+    for task in ("copy", "ptb-chart"):
+        pre = TASKS[task].train
+        if not pre.cooldown_steps: continue
+        n = pre.cooldown_steps // 2
+        assert parse_args([task, "--max-steps", str(n)])[2].cooldown_steps == pre.cooldown_steps * n // pre.max_steps
+        assert parse_args([task, "--max-steps", str(pre.cooldown_steps)])[2].cooldown_steps == pre.cooldown_steps
+        assert parse_args([task, "--max-steps", str(n), "--cooldown-steps", "0"])[2].cooldown_steps == 0
+        assert parse_args([task, "--max_steps", str(n), "--cooldown_steps", "3"])[2].cooldown_steps == 3
+        with pytest.raises(SystemExit) as e: parse_args([task, "--max-steps", str(n), "--cooldown-steps", str(n + 1)])
+        assert e.value.code == 2 and f"--cooldown-steps {n + 1}" in capsys.readouterr().err
+    assert TASKS["copy"].train.cooldown_steps == 500

@@ -382,4 +382,6 @@ def best_against_best(setting: dict, # one setting of `bench_compile`'s result: 
                            key=lambda v: setting[v]["tok_per_s"])
     o, t = best("ours"), best("torch")
     return dict(ours=o, torch=t, ratio=setting[o]["tok_per_s"] / setting[t]["tok_per_s"],
-                ours_mfu=setting[o].get("mfu"), torch_mfu=setting[t].get("mfu"))
+                ours_mfu=setting[o].get("mfu"), torch_mfu=setting[t].get("mfu"),
+                # counting only the products the step computes (no generator rows for padding); runs before it: None
+                ours_computed_mfu=setting[o].get("computed_mfu"))

@@ -85,26 +85,35 @@ class _ChunkedGeneratorLoss(torch.autograd.Function):
     def forward(ctx, h, weight, bias, target, eps, pad_idx, chunk_size, need_grad):
         cdt = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
         w, b = weight.to(cdt), None if bias is None else bias.to(cdt)  # cast once, as autocast would per matmul
+        # only the rows that count: a padding row has no loss and a zero gradient, so its logits are never computed
+        rows = None if pad_idx is None else (target != pad_idx).nonzero().squeeze(1)  # (n_keep,)
+        if rows is not None and rows.numel() == target.numel(): rows = None  # no padding: nothing to select
+        hk, yk = (h, target) if rows is None else (h.index_select(0, rows), target.index_select(0, rows))
         loss = torch.zeros((), dtype=torch.float32, device=h.device)
-        grad_h = torch.empty_like(h) if need_grad else None  # (N, D)
-        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=h.device) if need_grad else None  # (V, D)
-        grad_b = (torch.zeros(bias.shape, dtype=torch.float32, device=h.device)
-                  if need_grad and bias is not None else None)
-        for i in range(0, h.size(0), chunk_size):
-            h_c, y = h[i:i + chunk_size].to(cdt), target[i:i + chunk_size]  # (n, D), (n,)
-            logp = F.linear(h_c, w, b).float().log_softmax(-1)  # (n, V) fp32: the only (n, V) tensor alive
-            keep = torch.ones_like(y, dtype=torch.bool) if pad_idx is None else y != pad_idx  # (n,)
-            y = y.masked_fill(~keep, 0).long()[:, None]  # (n, 1); padding points at class 0, zeroed below
+        grad_hk = torch.empty_like(hk) if need_grad else None  # (n_keep, D)
+        grad_w = grad_b = None  # (V, D) and (V,) fp32: the first chunk's, then the sum
+        for i in range(0, hk.size(0), chunk_size):
+            h_c, y = hk[i:i + chunk_size].to(cdt), yk[i:i + chunk_size, None].long()  # (n, D), (n, 1)
+            z = F.linear(h_c, w, b).float()  # (n, V) fp32 logits
+            logp = z.log_softmax(-1)  # (n, V)
             row = -logp.gather(1, y).squeeze(1)  # (n,): NLL
             if eps > 0: row = (1 - eps) * row - eps * logp.mean(-1)  # (n,): + eps * uniform part
-            loss += row.masked_fill(~keep, 0.0).sum()
+            loss += row.sum(); del logp  # at most two (n, V) fp32 tensors alive at once
             if not need_grad: continue
-            g = logp.exp_()  # (n, V): softmax p, written over log p
+            g = z.softmax(-1); del z  # (n, V): p
             g.scatter_add_(1, y, torch.full(y.shape, eps - 1.0, device=g.device))  # p - (1 - eps) on the true class
-            g = g.sub_(eps / g.size(1)).mul_(keep[:, None]).to(cdt)  # (n, V): dL/dlogits = p - q, 0 at padding
-            grad_h[i:i + chunk_size] = g @ w  # (n, D)
-            grad_w += (g.t() @ h_c).float()  # (V, D)
-            if grad_b is not None: grad_b += g.float().sum(0)  # (V,)
+            g = g.sub_(eps / g.size(1)).to(cdt)  # (n, V): dL/dlogits = p - q
+            grad_hk[i:i + chunk_size] = g @ w  # (n, D)
+            gw = (g.t() @ h_c).float()  # (V, D)
+            grad_w = gw if grad_w is None else grad_w.add_(gw)
+            if bias is not None: gb = g.float().sum(0); grad_b = gb if grad_b is None else grad_b.add_(gb)  # (V,)
+            del g, gw  # freed before the next chunk allocates its own
+        if need_grad:
+            if grad_w is None: grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=h.device)  # all padding
+            if bias is not None and grad_b is None: grad_b = torch.zeros(bias.shape, device=h.device)  # fp32
+            # padding rows get exactly zero gradient
+            grad_h = grad_hk if rows is None else torch.zeros_like(h).index_copy_(0, rows, grad_hk)  # (N, D)
+        else: grad_h = None
         ctx.save_for_backward(grad_h, grad_w, grad_b)
         ctx.dtypes = (weight.dtype, None if bias is None else bias.dtype)
         return loss
