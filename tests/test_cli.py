@@ -258,16 +258,14 @@ def test_entry_points_are_the_console_scripts():
         assert callable(getattr(importlib.import_module(mod), func)), target
 
 
-def test_a_shorter_run_keeps_the_preset_cooldown_share(capsys):
-    "--max-steps below the preset's cooldown scales the cooldown to its share of the preset's run; a typed one is kept."
-    for task in ("copy", "ptb-chart"):
-        pre = TASKS[task].train
-        if not pre.cooldown_steps: continue
-        n = pre.cooldown_steps // 2
-        assert parse_args([task, "--max-steps", str(n)])[2].cooldown_steps == pre.cooldown_steps * n // pre.max_steps
-        assert parse_args([task, "--max-steps", str(pre.cooldown_steps)])[2].cooldown_steps == pre.cooldown_steps
-        assert parse_args([task, "--max-steps", str(n), "--cooldown-steps", "0"])[2].cooldown_steps == 0
-        assert parse_args([task, "--max_steps", str(n), "--cooldown_steps", "3"])[2].cooldown_steps == 3
-        with pytest.raises(SystemExit) as e: parse_args([task, "--max-steps", str(n), "--cooldown-steps", str(n + 1)])
-        assert e.value.code == 2 and f"--cooldown-steps {n + 1}" in capsys.readouterr().err
-    assert TASKS["copy"].train.cooldown_steps == 500
+def test_the_copy_preset_cooldown_is_a_share_of_the_run(capsys):
+    "The copy preset cools down over the last quarter of any --max-steps; a cooldown typed in steps wins and is checked."
+    assert TASKS["copy"].train.cooldown_share == 0.25 and TASKS["copy"].train.cooldown_steps == 0
+    for argv, steps in ((["copy"], 500), (["copy", "--max-steps", "300"], 75), (["copy", "--max-steps", "20"], 5),
+                        (["copy", "--max_steps", "300", "--cooldown_steps", "3"], 3),
+                        (["copy", "--max-steps", "300", "--cooldown-share", "0"], 0)):
+        assert parse_args(argv)[2].cooldown_length() == steps, argv
+    for argv, msg in ((["copy", "--max-steps", "300", "--cooldown-steps", "301"], "--cooldown-steps 301"),
+                      (["copy", "--cooldown-share", "1.5"], "--cooldown-share 1.5")):
+        with pytest.raises(SystemExit) as e: parse_args(argv)
+        assert e.value.code == 2 and msg in capsys.readouterr().err

@@ -1,10 +1,10 @@
 """`at-train copy` over several seeds, with the preset's cooldown and without it: the study behind the copy preset's
-`cooldown_steps` (29_tasks), read by 11_copy_task.
+`cooldown_share` (29_tasks), read by 11_copy_task.
 
     python tools/copy_seeds.py --seeds 8 --jobs 2 --out results/copy-seeds/seeds.json
 
 Each run is its own `at-train copy --seed S` process with one thread (OMP_NUM_THREADS=1), `--jobs` at a time; "without"
-adds `--cooldown-steps 0`. The file keeps each run's exact match on its validation sequences, its last logged loss, its
+adds `--cooldown-share 0`. The file keeps each run's exact match on its validation sequences, its last logged loss, its
 time, and the machine.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = {"preset": [], "no_cooldown": ["--cooldown-steps", "0"]}
+VARIANTS = {"preset": [], "no_cooldown": ["--cooldown-share", "0"]}
 
 
 def one(variant: str, seed: int, work: Path) -> dict:

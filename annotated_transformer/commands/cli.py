@@ -97,12 +97,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
         train_argparser().parse_args(argv if task is None else [task]); raise SystemExit(2)
     parser = train_argparser(task)
     ns = vars(parser.parse_args(argv))
-    again = train_argparser(task)
-    for action in again._actions: action.default = argparse.SUPPRESS  # parsed again: only the options typed
-    typed = vars(again.parse_args(argv))
-    preset = task_preset(task)[1]
-    if "cooldown_steps" not in typed and ns["max_steps"] < ns["cooldown_steps"]:  # a run shorter than the preset's
-        ns["cooldown_steps"] = preset.cooldown_steps * ns["max_steps"] // preset.max_steps  # cooldown keeps its share
     out = []
     for obj in task_preset(task):
         kw = {f.name: ns[f.name] for f in fields(obj) if f.name in ns}

@@ -20,8 +20,10 @@ class TrainConfig:
     "How to train (§5.2-5.4: optimizer, schedule, batches) and how a run is kept (budgets, intervals, checkpoints)."
     lr_factor: float = 1.0  # multiplies the schedule of equation (3)
     warmup_steps: int = 4000  # warmup of equation (3)
-    # the last this many steps, the rate falls linearly towards 0 (not in the paper; 0: equation (3) to the end)
+    # the last this many steps, the rate falls linearly towards 0 (not in the paper; 0: as cooldown_share says)
     cooldown_steps: int = 0
+    # with cooldown_steps 0, the cooldown as a share of max_steps (0.25: the last quarter; 0: equation (3) to the end)
+    cooldown_share: float = 0.0
     betas: tuple[float, float] = (0.9, 0.98)  # Adam beta1, beta2 (§5.3)
     eps: float = 1e-9  # Adam epsilon (§5.3)
     max_steps: int = 100_000  # optimizer steps (base: 100k, big: 300k)
@@ -64,6 +66,8 @@ class TrainConfig:
         for name in ("eval_every", "save_every", "batch_tokens", "cooldown_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)}: expected 0 or a positive integer")
+        if not (math.isfinite(self.cooldown_share) and 0 <= self.cooldown_share <= 1):
+            raise ValueError(f"cooldown_share={self.cooldown_share}: expected a number from 0 to 1")
         if self.cooldown_steps > self.max_steps:
             raise ValueError(f"cooldown_steps={self.cooldown_steps}: expected at most max_steps={self.max_steps}")
         for name in ("lr_factor", "eps", "clip_norm"):
@@ -72,6 +76,10 @@ class TrainConfig:
                 raise ValueError(f"{name}={v}: expected a finite number {'>= 0' if name == 'clip_norm' else '> 0'}")
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ValueError(f"betas={tuple(self.betas)}: expected two numbers in [0, 1)")
+
+    def cooldown_length(self) -> int:
+        "The steps of the cooldown: `cooldown_steps`, or else `cooldown_share` of `max_steps`."
+        return self.cooldown_steps or round(self.cooldown_share * self.max_steps)
 
     def accum_for(self, world_size: int) -> int:
         """Micro-batches per optimizer step: `accum_steps`, or enough to reach `batch_tokens` over `world_size`

@@ -105,6 +105,7 @@ def make_optimizer_and_scheduler(model: nn.Module | Iterable, # a model, or its 
     params = list(model.parameters() if isinstance(model, nn.Module) else model)
     opt = make_optimizer(params, betas=cfg.betas, eps=cfg.eps, **adam_kwargs(impl, params))
     _check_schedule_args(d_model, cfg.warmup_steps, cfg.lr_factor)
-    cooldown(1, cfg.max_steps, cfg.cooldown_steps)  # checks the cooldown's arguments
+    cooldown(1, cfg.max_steps, cfg.cooldown_length())  # checks the cooldown's arguments
     return opt, LambdaLR(opt, partial(_noam_cooldown_lambda, d_model=d_model, warmup_steps=cfg.warmup_steps,
-                                      factor=cfg.lr_factor, max_steps=cfg.max_steps, cooldown_steps=cfg.cooldown_steps))
+                                      factor=cfg.lr_factor, max_steps=cfg.max_steps,
+                                      cooldown_steps=cfg.cooldown_length()))
