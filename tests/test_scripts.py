@@ -46,3 +46,12 @@ def test_script_bad_command_line(script, args):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(lines) == 2, r.stdout[-1000:] + r.stderr[-2000:]
     assert lines[0].startswith(Path(script).name) and "expected" in lines[0] and lines[1].startswith("usage:"), r.stderr
+
+@pytest.mark.parametrize("args, code, says", [(["--seeds", "0"], 2, "--seeds: expected at least 1"),
+                                              (["--jobs", "-1"], 2, "--jobs: expected at least 1"),
+                                              (["--out", "/proc/no/seeds.json"], 1, "--out /proc/no/seeds.json"),
+                                              (["--out", "."], 1, "is a directory")])
+def test_copy_seeds_refuses_bad_input_before_training(args, code, says, tmp_path):
+    "tools/copy_seeds.py: a bad count or an output it cannot write is one line and an exit code, before any run starts."
+    r = run_script(ROOT / "tools/copy_seeds.py", *args)
+    assert r.returncode == code and "Traceback" not in r.stderr and says in r.stderr.strip().splitlines()[-1], r.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from annotated_transformer.commands.console import bad_file, check_output, check_output_dir, number
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = {"preset": [], "no_cooldown": ["--cooldown-share", "0"]}
@@ -29,11 +30,14 @@ def one(variant: str, seed: int, work: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=8, help="seeds 0 .. N-1")
-    ap.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each")
+    ap.add_argument("--seeds", type=number(int, 1), default=8, help="seeds 0 .. N-1")
+    ap.add_argument("--jobs", type=number(int, 1), default=2, help="runs at a time, one thread each")
     ap.add_argument("--out", type=Path, default=ROOT / "results/copy-seeds/seeds.json")
     a = ap.parse_args(argv)
-    if a.seeds < 1 or a.jobs < 1: ap.error("--seeds and --jobs: expected positive integers")
+    check_output_dir(ap, "--out", str(a.out.parent))  # before minutes of training, not after
+    try: a.out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e: bad_file(ap, f"--out {a.out}: cannot make its directory ({e.strerror})")
+    check_output(ap, "--out", str(a.out))
     t0, c0 = time.time(), os.times()
     with tempfile.TemporaryDirectory() as d, ThreadPoolExecutor(a.jobs) as ex:
         runs = list(ex.map(lambda vs: one(*vs, Path(d)), [(v, s) for v in VARIANTS for s in range(a.seeds)]))
@@ -45,7 +49,6 @@ def main(argv=None) -> int:
                torch=hw["torch"], threads_per_run=1, jobs=a.jobs, wall_s=round(time.time() - t0, 1),
                cpu_s=round(c1.children_user + c1.children_system - c0.children_user - c0.children_system, 1),
                date=time.strftime("%Y-%m-%d"), python=platform.python_version(), runs=runs)
-    a.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = a.out.with_suffix(".tmp"); tmp.write_text(json.dumps(out, indent=1) + "\n"); tmp.replace(a.out)
     for v in VARIANTS:
         ems = [r["exact_match"] for r in runs if r["variant"] == v]
