@@ -265,6 +265,40 @@ def test_a_packed_linear_falls_back_where_its_copy_cannot_stand_in():
         lin.weight.add_(1.0)  # in place: the packed copy is stale
         assert torch.equal(pl(x), lin(x))
 
+@needs_pack
+def test_packed_attention_and_feed_forward_equal_the_plain_modules():
+    """A served translator's self-attention projects q, k and v in one stacked product, and its feed-forward networks
+    apply ReLU inside the first product: equal to the plain modules to rounding, and the plain path, exactly, with
+    gradients or once a weight changed in place."""
+    from annotated_transformer.architecture.layers import PackedAttention, PackedFeedForward, PositionwiseFeedForward
+    from annotated_transformer.architecture.attention import MultiHeadAttention
+    m = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate").model
+    attns = [x for x in m.modules() if isinstance(x, MultiHeadAttention)]
+    ffs = [x for x in m.modules() if isinstance(x, PositionwiseFeedForward)]
+    assert len(attns) == 9 and all(type(a) is PackedAttention and a.qkv is not None for a in attns)
+    assert len(ffs) == 6 and all(type(f) is PackedFeedForward for f in ffs)
+    attn, ff = m.decoder.layers[0].self_attn, m.decoder.layers[0].ff
+    calls = []
+    attn.q_proj.register_forward_hook(lambda *a: calls.append(1))  # the separate product of the queries
+    torch.manual_seed(0)
+    x = torch.randn(5, 3, attn.q_proj.in_features)
+    plain = lambda: MultiHeadAttention.project(attn, x, x, x, None, False)
+    with torch.no_grad():
+        got, n = attn.project(x, x, x, None, False), len(calls)
+        assert n == 0  # one stacked product, not the three
+        for a, b in zip(got, plain()): torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+        cache = {}
+        q, k, v = attn.project(x, x, x, cache, False)
+        assert cache["k"] is k and cache["v"] is v  # the cache gets the stacked product's keys and values
+        torch.testing.assert_close(ff(x), PositionwiseFeedForward.forward(ff, x), rtol=0, atol=1e-5)
+    for a, b in zip(attn.project(x, x, x, None, False), plain()): assert torch.equal(a, b)  # gradients on
+    assert torch.equal(ff(x), PositionwiseFeedForward.forward(ff, x))
+    with torch.no_grad():
+        attn.v_proj.weight.mul_(2.0)  # in place: the stacked copy is stale
+        n = len(calls)
+        for a, b in zip(attn.project(x, x, x, None, False), plain()): assert torch.equal(a, b)
+        assert len(calls) > n  # the separate products again
+
 def test_a_parser_is_not_packed():
     "Only translators are packed: a chart parser loads plain (its ONNX export and training read it as built)."
     p = load_model(REPO / "pretrained" / "ptb-chart", "at-parse")
@@ -280,6 +314,7 @@ def test_a_packed_model_copies_and_pickles():
     for m in (copy.deepcopy(tr.model), torch.load(io.BytesIO(_saved(tr.model)), weights_only=False)):
         assert m.generator.weight is m.tgt_embed.lut.weight and m.generator.weight is not tr.model.generator.weight
         assert all(x.packed is not None for x in m.modules() if isinstance(x, PackedLinear))
+        assert all(x.qkv is not None for x in m.modules() if type(x).__name__ == "PackedAttention")  # stacked again too
         with torch.no_grad(): torch.testing.assert_close(m(src, src[:, :4]), want, rtol=0, atol=1e-5)
 
 def _saved(model) -> bytes:

@@ -166,15 +166,21 @@ class MultiHeadAttention(nn.Module):
         B, L, _ = x.shape
         return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, L, Dh)
 
-    def project_kv(self, key: Tensor, value: Tensor, cache: dict | None, static_kv: bool) -> tuple[Tensor, Tensor]:
+    def project_kv(self, key: Tensor, value: Tensor, cache: dict | None, static_kv: bool,
+                   kv: tuple[Tensor, Tensor] | None = None, # keys and values already projected into heads
+                  ) -> tuple[Tensor, Tensor]:
         "Project keys and values into heads, reusing or extending `cache` during incremental decoding."
         if cache is not None and static_kv and "k" in cache: return cache["k"], cache["v"]
-        k, v = self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))  # (B, H, S, Dh)
+        k, v = kv or (self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value)))  # (B, H, S, Dh)
         if cache is not None:
             if not static_kv and "k" in cache:
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, S_past+S, Dh)
             cache["k"], cache["v"] = k, v
         return k, v
+
+    def project(self, query: Tensor, key: Tensor, value: Tensor, cache: dict | None, static_kv: bool):
+        "Queries, keys and values in heads (B, H, ., Dh); the keys and values through `project_kv`."
+        return self.split_heads(self.q_proj(query)), *self.project_kv(key, value, cache, static_kv)
 
     def forward(self, query: Tensor, # (B, T, D)
                 key: Tensor, # (B, S, D)
@@ -187,8 +193,7 @@ class MultiHeadAttention(nn.Module):
                 static_kv: bool = False, # keys/values come from the memory: project them once
                ) -> tuple[Tensor, Tensor | None]: # output (B, T, D), weights or None
         B, T, _ = query.shape
-        q = self.split_heads(self.q_proj(query))  # (B, H, T, Dh)
-        k, v = self.project_kv(key, value, cache, static_kv)  # (B, H, S, Dh)
+        q, k, v = self.project(query, key, value, cache, static_kv)  # (B, H, T, Dh), (B, H, S, Dh) twice
         S = k.size(2)
         if is_causal and attn_mask is None and cache is None: attn_mask = causal_mask(T, device=query.device)
         mask = merge_masks(attn_mask, key_padding_mask, B, T, S)  # (B|1, 1, T|1, S) or None

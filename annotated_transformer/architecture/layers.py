@@ -10,7 +10,7 @@ from torch import Tensor
 from .attention import MultiHeadAttention, Dropout
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'pack_linears']
+__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'PackedFeedForward', 'PackedAttention', 'pack_linears']
 
 # %% ../../nbs/02_layers.ipynb #fde12625
 class PositionwiseFeedForward(nn.Module):
@@ -110,6 +110,8 @@ def _tracing() -> bool:
     compiling, exporting = (getattr(torch.compiler, f, never) for f in ("is_compiling", "is_exporting"))
     return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or compiling() or exporting()
 
+def _packable(w: Tensor) -> bool: return w.device.type == "cpu" and w.dtype == torch.float32
+
 class PackedLinear(nn.Module):
     "An `nn.Linear` whose weight is also held in oneDNN's blocked layout, for CPU inference: the same product, faster."
     def __init__(self, linear: nn.Linear, # an fp32 Linear on the CPU; its Parameters are shared, not copied
@@ -121,9 +123,8 @@ class PackedLinear(nn.Module):
         self._pack()
 
     def _pack(self):
-        w = self.weight.detach()
-        fits = w.device.type == "cpu" and w.dtype == torch.float32  # else no copy: the plain product
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(w, self.rows) if fits else None  # (out, in), reordered
+        w = self.weight.detach()  # no copy where it is not fp32 on the CPU: the plain product
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(w, self.rows) if _packable(w) else None  # (out, in)
         self.versions = self._versions()  # the weights' in-place versions when packed
 
     def _versions(self): return (self.weight._version, None if self.bias is None else self.bias._version)
@@ -133,21 +134,62 @@ class PackedLinear(nn.Module):
 
     def __setstate__(self, state): super().__setstate__(state); self._pack()
 
-    def forward(self, x: Tensor) -> Tensor: # (..., in) -> (..., out)
-        if (torch.is_grad_enabled() or self.packed is None or x.dtype != torch.float32 or _tracing()
-                or self.weight.dtype != torch.float32 or x.device.type != "cpu"
-                or self._versions() != self.versions):  # where its copy cannot stand in
-            return nn.functional.linear(x, self.weight, self.bias)
+    def usable(self, x: Tensor) -> bool: # the input of a product
+        "Whether the packed copy can stand in for the plain product on `x`."
+        return not (torch.is_grad_enabled() or self.packed is None or x.dtype != torch.float32 or _tracing()
+                    or self.weight.dtype != torch.float32 or x.device.type != "cpu"
+                    or self._versions() != self.versions)
+
+    def forward(self, x: Tensor, # (..., in)
+                relu: bool = False, # ReLU on the product: fused into the packed kernel
+               ) -> Tensor: # (..., out)
+        if not self.usable(x):
+            y = nn.functional.linear(x, self.weight, self.bias)
+            return torch.relu(y) if relu else y
         b = None if self.bias is None else self.bias.detach()
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, b, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, b, "relu" if relu else "none", [], "")
 
     def extra_repr(self) -> str: return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 
+class PackedFeedForward(PositionwiseFeedForward):
+    "The feed-forward network with its ReLU applied inside the first packed product (the same Parameters)."
+    def forward(self, x: Tensor) -> Tensor:  # (B, T, D) -> (B, T, D)
+        if not isinstance(self.linear1, PackedLinear): return super().forward(x)
+        return self.linear2(self.linear1(x, relu=True))  # (B, T, F) -> (B, T, D)
+
+class PackedAttention(MultiHeadAttention):
+    """Multi-head attention whose self-attention queries, keys and values come from one packed product of the three
+    stacked weights (the same Parameters); everywhere else it is `MultiHeadAttention`."""
+    def _pack_qkv(self):
+        parts = (self.q_proj, self.k_proj, self.v_proj)
+        fits = all(isinstance(p, PackedLinear) and p.packed is not None and (p.bias is None) == (parts[0].bias is None)
+                   for p in parts)
+        w = torch.cat([p.weight.detach() for p in parts]) if fits else None  # (3 H Dh, D)
+        self.qkv = None if w is None else torch.ops.mkldnn._reorder_linear_weight(w, parts[0].rows)
+        self.qkv_bias = None if not fits or parts[0].bias is None else torch.cat([p.bias.detach() for p in parts])
+
+    def __getstate__(self): return {**self.__dict__, "qkv": None}  # as `PackedLinear`: stacked again after a copy
+
+    def __setstate__(self, state): super().__setstate__(state); self._pack_qkv()
+
+    def project(self, query: Tensor, key: Tensor, value: Tensor, cache: dict | None, static_kv: bool):
+        parts = (self.q_proj, self.k_proj, self.v_proj)
+        # stacked after the three were packed: where each one's copy can stand in, so can the stack
+        if (query is key and key is value and not static_kv and self.qkv is not None
+                and all(p.usable(query) for p in parts)):
+            qkv = torch.ops.mkldnn._linear_pointwise(query, self.qkv, self.qkv_bias, "none", [], "")  # (B, T, 3 H Dh)
+            q, k, v = (self.split_heads(t) for t in qkv.chunk(3, dim=-1))  # (B, H, T, Dh) each
+            return q, *self.project_kv(key, value, cache, static_kv, kv=(k, v))
+        return super().project(query, key, value, cache, static_kv)
+
 def pack_linears(model: nn.Module) -> nn.Module: # the same model, its fp32 CPU Linears packed (in place)
-    "Replace every fp32 `nn.Linear` on the CPU by a `PackedLinear`; without oneDNN's kernel, change nothing."
+    """Replace every fp32 `nn.Linear` on the CPU by a `PackedLinear`, give feed-forward networks the fused ReLU and
+    attention the stacked self-attention product; without oneDNN's kernel, change nothing."""
     if not can_pack(): return model
     for mod in list(model.modules()):
         for name, c in list(mod.named_children()):
-            if type(c) is nn.Linear and c.weight.device.type == "cpu" and c.weight.dtype == torch.float32:
-                setattr(mod, name, PackedLinear(c))
+            if type(c) is nn.Linear and _packable(c.weight): setattr(mod, name, PackedLinear(c))
+    for mod in model.modules():  # the same modules, their forward passes reading the packed copies
+        if type(mod) is PositionwiseFeedForward: mod.__class__ = PackedFeedForward
+        elif type(mod) is MultiHeadAttention: mod.__class__ = PackedAttention; mod._pack_qkv()
     return model
