@@ -228,8 +228,8 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
         keep = (is_eos.long() * 2 * K + torch.arange(2 * K, device=dev)).argsort(1)[:, :K]  # (A, K): best non-EOS
         scores, beam, tok = top.gather(1, keep), beam.gather(1, keep), tok.gather(1, keep)  # (A, K)
         rows = (torch.arange(A, device=dev)[:, None] * K + beam).view(-1)  # (A*K,)
-        ys = torch.cat([ys.index_select(0, rows), tok.view(-1, 1)], dim=1)  # (A*K, t+2)
-        state.reorder(rows)
+        if K > 1: ys = ys.index_select(0, rows); state.reorder(rows)  # one beam: each row continues itself
+        ys = torch.cat([ys, tok.view(-1, 1)], dim=1)  # (A*K, t+2)
         if constraint is not None: constraint.reorder(rows); constraint.advance(tok.view(-1))
         best_live = scores[:, 0].tolist()  # (A,)
         for a, b in enumerate(active):
