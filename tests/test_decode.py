@@ -320,3 +320,48 @@ def test_a_packed_model_copies_and_pickles():
 def _saved(model) -> bytes:
     import io
     b = io.BytesIO(); torch.save(model, b); return b.getvalue()
+
+
+# ---------------------------------------------------------------- beams share their sentence's memory (34, 35)
+def test_beams_attend_their_shared_memory_row_as_the_copied_rows_would():
+    "Queries of K consecutive rows over one memory row equal the same queries over the row copied K times."
+    from annotated_transformer.architecture.attention import MultiHeadAttention
+    torch.manual_seed(0)
+    B, K, S, D = 3, 4, 7, 32
+    mha = MultiHeadAttention(D, 4).eval()
+    q, mem = torch.randn(B * K, 2, D), torch.randn(B, S, D)
+    kpm = torch.zeros(B, S, dtype=torch.bool); kpm[1, 5:] = True; kpm[2, 3:] = True
+    rows = torch.arange(B).repeat_interleave(K)
+    with torch.no_grad():
+        for need in (False, True):
+            got, w = mha(q, mem, mem, key_padding_mask=kpm, need_weights=need)
+            want, want_w = mha(q, mem[rows], mem[rows], key_padding_mask=kpm[rows], need_weights=need)
+            torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+            if need: torch.testing.assert_close(w, want_w, rtol=0, atol=1e-6)
+        cache = {}  # the cached keys and values of B rows serve B * K queries at every later step
+        mha(q[::K], mem, mem, key_padding_mask=kpm, cache=cache, static_kv=True)
+        got = mha(q, mem, mem, key_padding_mask=kpm, cache=cache, static_kv=True)[0]
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+        with pytest.raises(ValueError, match="whole number of query rows"):
+            mha(q[:-1], mem, mem, key_padding_mask=kpm)
+
+def test_beam_search_keeps_one_memory_row_per_sentence():
+    "After the first step only the self-attention cache has K rows per sentence; dropping sentences keeps them aligned."
+    torch.manual_seed(0)
+    model = make_model(TransformerConfig.tiny(src_vocab_size=20, tgt_vocab_size=20)).eval()
+    src = torch.randint(3, 20, (3, 6)); src[:, -1] = 2
+    with torch.no_grad():
+        memory = model.encode(src)
+        state, ref = DecoderState(model, memory), DecoderState(model, memory)
+        ys = torch.ones(3, 1, dtype=torch.long)
+        state.step(ys); ref.step(ys)
+        state.expand(2); ref.select(torch.arange(3).repeat_interleave(2))
+        assert state.memory.size(0) == 3 and ref.memory.size(0) == 6
+        assert state.cache[0]["self"]["k"].size(0) == 6 and state.cache[0]["cross"]["k"].size(0) == 3
+        ys = torch.randint(3, 20, (6, 2))
+        torch.testing.assert_close(state.step(ys), ref.step(ys), rtol=0, atol=1e-5)
+        keep = torch.tensor([0, 1, 4, 5])  # sentences 0 and 2 stay
+        state.select(keep); ref.select(keep)
+        assert state.memory.size(0) == 2 and torch.equal(state.memory, memory[[0, 2]])
+        ys = torch.randint(3, 20, (4, 3))
+        torch.testing.assert_close(state.step(ys), ref.step(ys), rtol=0, atol=1e-5)

@@ -194,7 +194,15 @@ class MultiHeadAttention(nn.Module):
                ) -> tuple[Tensor, Tensor | None]: # output (B, T, D), weights or None
         B, T, _ = query.shape
         q, k, v = self.project(query, key, value, cache, static_kv)  # (B, H, T, Dh), (B, H, S, Dh) twice
-        S = k.size(2)
+        # g: consecutive query rows that share one row of keys and values (a sentence's beams and its memory); one
+        # unmasked row of keys for all queries broadcasts as it is
+        S, g = k.size(2), 1 if (k.size(0) == 1 and key_padding_mask is None) or k.size(0) == B else B // k.size(0)
+        if g > 1:  # the g rows' queries become g * T queries of the one row: (B/g, H, g*T, Dh)
+            if B % k.size(0) or attn_mask is not None or (is_causal and cache is None):
+                raise ValueError(f"{B} query rows, {k.size(0)} key rows: sharing keys needs a whole number of query "
+                                 "rows per key row, and no attn_mask or causal mask")
+            q = q.unflatten(0, (B // g, g)).transpose(1, 2).flatten(2, 3)
+            B, T = B // g, g * T
         if is_causal and attn_mask is None and cache is None: attn_mask = causal_mask(T, device=query.device)
         mask = merge_masks(attn_mask, key_padding_mask, B, T, S)  # (B|1, 1, T|1, S) or None
         p = self.dropout_p if self.training else 0.0
@@ -206,4 +214,7 @@ class MultiHeadAttention(nn.Module):
             out, attn = attention(q, k, v, mask, self.dropout)  # (B, H, T, Dh), (B, H, T, S)
             if not need_weights: attn = None
         out = out.transpose(1, 2).reshape(B, T, -1)  # (B, T, H*Dh): concatenate the heads
+        if g > 1:  # back to the query rows: (B*g, T/g, H*Dh), weights (B*g, H, T/g, S)
+            out = out.reshape(B * g, T // g, -1)
+            if attn is not None: attn = attn.unflatten(2, (g, T // g)).transpose(1, 2).flatten(0, 1)
         return self.out_proj(out), attn  # (B, T, D)

@@ -13,7 +13,7 @@ from ..architecture.model import Transformer
 from ..architecture.attention import merge_masks, to_sdpa_mask
 
 # %% auto #0
-__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
+__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
 
 # %% ../../nbs/10_decode.ipynb #3db2ee18
 @torch.no_grad()
@@ -148,6 +148,7 @@ class DecoderState:
         self.model, self.memory, self.mask = model, memory, memory_key_padding_mask
         self.cache = model.init_cache() if use_cache else None
         self.static = StaticKVCache(model, memory, memory_key_padding_mask, max_len or model.cfg.max_len) if use_cache and static_cache else None
+        self.group = 1  # rows per memory row: K once `expand` shares a sentence's memory among its K beams
 
     def step(self, ys: Tensor) -> Tensor: # all tokens so far (N, t+1), BOS first -> log-probs (N, V)
         t = ys.size(1) - 1
@@ -164,16 +165,33 @@ class DecoderState:
         for layer in self.cache:
             for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, index)  # (N, H, t+1, Dh)
 
+    def expand(self, K: int): # beams per sentence
+        """Make each row K consecutive rows (a sentence's beams). With the cache, only the self-attention keys and values
+        are copied: the memory, its mask and its keys and values stay one row per sentence, which `MultiHeadAttention`
+        attends as K queries of that row."""
+        rows = torch.arange(self.memory.size(0), device=self.memory.device).repeat_interleave(K)  # (N*K,)
+        if self.static is not None or self.cache is None or hasattr(self.model, "select_cache"): return self.select(rows)
+        for layer in self.cache:
+            for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, rows)  # (N*K, H, t+1, Dh)
+        self.group *= K
+
     def select(self, index: Tensor): # (N',) the rows that stay, N' <= N
         "Keep only some rows (the beams of sentences still being searched): memory, mask and every cached key and value."
-        self.memory = self.memory.index_select(0, index)  # (N', S, D)
-        if self.mask is not None: self.mask = self.mask.index_select(0, index)  # (N', S)
+        if self.group > 1:  # whole sentences stay: the memory side keeps their rows
+            self._select(index, "self")
+            return self._select(index.view(-1, self.group)[:, 0] // self.group, "cross")
+        self._select(index, "self", "cross")
+
+    def _select(self, index: Tensor, *parts: str): # the rows that stay of the memory side ("cross") and of the rest
+        if "cross" in parts:
+            self.memory = self.memory.index_select(0, index)  # (N', S, D)
+            if self.mask is not None: self.mask = self.mask.index_select(0, index)  # (N', S)
         if self.static is not None: return self.static.select(index)
         if self.cache is None: return
         if hasattr(self.model, "select_cache"): return self.model.select_cache(self.cache, index)  # a model with its own cache (the RNN)
         for layer in self.cache:
-            for part in layer.values():  # "self" and "cross"
-                for name in list(part): part[name] = part[name].index_select(0, index)  # (N', H, ., Dh)
+            for part in parts:
+                for name in list(layer[part]): layer[part][name] = layer[part][name].index_select(0, index)  # (N', H, ., Dh)
 
 # %% ../../nbs/35_fast_decoding.ipynb #f78355c5
 class Hypothesis(NamedTuple):
@@ -184,6 +202,19 @@ class Hypothesis(NamedTuple):
 
 def _finish(finished: list, tokens: list, logprob: float, alpha: float):
     finished.append(Hypothesis(tokens, logprob / length_penalty(len(tokens), alpha), logprob))
+
+def top_k_wide(x: Tensor, # (A, M) scores, M large (a sentence's K * V extensions)
+               k: int) -> tuple[Tensor, Tensor]: # values and column indices (A, k), largest first
+    """`x.topk(k, dim=1)` searched in two stages: the k largest values of a row lie in the k blocks of its columns with
+    the largest maxima, so one pass takes the blocks' maxima and `topk` reads only those k blocks. The same values;
+    among exactly equal values it may return other indices."""
+    A, M = x.shape
+    block = next((b for b in (128, 64, 32) if M % b == 0 and M // b >= 4 * k), None)  # else too few or ragged blocks
+    if block is None: return x.topk(k, dim=1)
+    blocks = x.view(A, M // block, block)  # (A, M / block, block)
+    best = blocks.amax(-1).topk(k, dim=1).indices  # (A, k): the blocks that hold the k largest values
+    v, j = blocks.gather(1, best[:, :, None].expand(-1, -1, block)).view(A, k * block).topk(k, dim=1)  # (A, k)
+    return v, best.gather(1, j // block) * block + j % block  # column of each value in x
 
 # %% ../../nbs/35_fast_decoding.ipynb #19f892a3
 @torch.no_grad()
@@ -216,10 +247,10 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
         logp = state.step(ys)  # (A*K, V); at the first step (B, V)
         if t == 0 and K > 1:  # each sentence's row becomes its K rows: memory, mask, cache, tokens, log-probs
             first = torch.arange(B, device=dev).repeat_interleave(K)  # (B*K,)
-            state.select(first); ys, logp = ys.index_select(0, first), logp.index_select(0, first)  # (B*K, 1), (B*K, V)
+            state.expand(K); ys, logp = ys.index_select(0, first), logp.index_select(0, first)  # (B*K, 1), (B*K, V)
         if constraint is not None: logp = logp.masked_fill(~constraint.allowed(), float("-inf"))
         V = logp.size(-1)
-        top, idx = (scores.view(-1, 1) + logp).view(A, K * V).topk(2 * K, dim=1)  # (A, 2K)
+        top, idx = top_k_wide((scores.view(-1, 1) + logp).view(A, K * V), 2 * K)  # (A, 2K)
         beam, tok = idx // V, idx % V  # (A, 2K): which live beam, which token
         is_eos = tok == cfg.eos_idx
         for a, j in (is_eos[:, :K] & top[:, :K].isfinite()).nonzero().tolist():  # EOS among the first K: finished
