@@ -207,8 +207,9 @@ class MultiHeadAttention(nn.Module):
         mask = merge_masks(attn_mask, key_padding_mask, B, T, S)  # (B|1, 1, T|1, S) or None
         p = self.dropout_p if self.training else 0.0
         # on a CPU the fused kernel has no dropout: with it, SDPA writes the weights out and draws a Bernoulli number
-        # per weight; written out here, `Dropout` draws 16 bits per weight, and the step is faster
-        if self.fused and not need_weights and not (p > 0 and q.device.type == "cpu"):
+        # per weight; written out here, `Dropout` draws 16 bits per weight, and the step is faster. Beams sharing a
+        # memory row (g > 1) are written out on a CPU too: the kernel is slow there with a few queries per row
+        if self.fused and not need_weights and not (q.device.type == "cpu" and (p > 0 or g > 1)):
             out, attn = F.scaled_dot_product_attention(q, k, v, attn_mask=to_sdpa_mask(mask), dropout_p=p), None
         else:
             out, attn = attention(q, k, v, mask, self.dropout)  # (B, H, T, Dh), (B, H, T, S)
