@@ -421,3 +421,47 @@ def test_chunked_loss_with_no_padding_or_only_padding(fill):
     for a, b in ((x.grad, x2.grad), (gen.weight.grad, gen2.weight.grad), (gen.bias.grad, gen2.bias.grad)):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # sums over rows in another order
     if fill == "all": assert s.item() == 0 and x.grad.abs().max().item() == gen.weight.grad.abs().max().item() == 0
+
+
+# ---------------------------------------------------------------- the fast path's lookups and weight gradient (27b)
+def test_hidden_states_looks_up_a_tied_table_once_with_the_same_result():
+    "Tied source and target tables: one lookup; the hidden states equal encode/decode's, the gradients to rounding."
+    from annotated_transformer.training.loss import HiddenStates
+    torch.manual_seed(0)
+    cfg = TransformerConfig.tiny(src_vocab_size=30, tgt_vocab_size=30, dropout=0.0)
+    m = make_model(cfg)
+    assert m.src_embed.lut.weight is m.tgt_embed.lut.weight
+    src, tgt = torch.randint(3, 30, (3, 7)), torch.randint(3, 30, (3, 5))
+    src[0, 5:] = 0; tgt[1, 3:] = 0
+    skp, tkp = src == 0, tgt == 0
+    calls = []
+    hooks = [e.register_forward_hook(lambda mod, i, o, n=n: calls.append((n, i[0].shape))) for n, e in
+             (("src", m.src_embed), ("tgt", m.tgt_embed))]
+    got = HiddenStates(m)(src, tgt, skp, tkp)
+    assert calls == [("src", (src.numel() + tgt.numel(),))]  # one lookup of both
+    for h in hooks: h.remove()
+    want = m.decode(tgt, m.encode(src, skp), skp, tkp)
+    assert torch.equal(got, want)
+    g = torch.randn_like(got)
+    (ga,) = torch.autograd.grad(got, m.src_embed.lut.weight, g)
+    (gb,) = torch.autograd.grad(want, m.src_embed.lut.weight, g)
+    torch.testing.assert_close(ga, gb, rtol=1e-6, atol=1e-6)  # the same sums, added in another order
+    assert ga[0].abs().max() == 0  # the padding row gets no gradient
+    untied = make_model(TransformerConfig.tiny(src_vocab_size=30, tgt_vocab_size=31, dropout=0.0, tie_embeddings=False))
+    calls.clear()
+    hooks = [e.register_forward_hook(lambda mod, i, o, n=n: calls.append(n)) for n, e in
+             (("src", untied.src_embed), ("tgt", untied.tgt_embed))]
+    HiddenStates(untied)(src, tgt, skp, tkp)
+    assert calls == ["src", "tgt"]  # separate tables: looked up as encode and decode do
+
+def test_the_chunked_loss_scales_its_weight_gradient_once():
+    "backward scales the stored weight gradient in place and hands it on: a second backward is refused, not doubled."
+    torch.manual_seed(0)
+    gen, h = nn.Linear(8, 13), torch.randn(2, 5, 8, requires_grad=True)
+    y = torch.randint(1, 13, (2, 5)); y[0, 3:] = 0
+    loss = chunked_label_smoothed_cross_entropy(h, gen, y, 0.1, 0, chunk_size=4)
+    want = torch.autograd.grad(label_smoothed_cross_entropy(gen(h), y, 0.1, 0, "sum") * 0.25, gen.weight)[0]
+    (loss * 0.25).backward(retain_graph=True)
+    torch.testing.assert_close(gen.weight.grad, want, rtol=0, atol=1e-6)
+    with pytest.raises(RuntimeError, match="earlier backward"):
+        (loss * 0.25).backward()

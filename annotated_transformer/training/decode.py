@@ -166,11 +166,12 @@ class DecoderState:
             for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, index)  # (N, H, t+1, Dh)
 
     def expand(self, K: int): # beams per sentence
-        """Make each row K consecutive rows (a sentence's beams). With the cache, only the self-attention keys and values
-        are copied: the memory, its mask and its keys and values stay one row per sentence, which `MultiHeadAttention`
-        attends as K queries of that row."""
+        """Make each row K consecutive rows (a sentence's beams). With the cache, only the self-attention keys and
+        values are copied: the memory, its mask and its keys and values stay one row per sentence, which
+        `MultiHeadAttention` attends as K queries of that row."""
         rows = torch.arange(self.memory.size(0), device=self.memory.device).repeat_interleave(K)  # (N*K,)
-        if self.static is not None or self.cache is None or hasattr(self.model, "select_cache"): return self.select(rows)
+        if self.static is not None or self.cache is None or hasattr(self.model, "select_cache"):
+            return self.select(rows)  # every row copied
         for layer in self.cache:
             for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, rows)  # (N*K, H, t+1, Dh)
         self.group *= K
@@ -191,7 +192,8 @@ class DecoderState:
         if hasattr(self.model, "select_cache"): return self.model.select_cache(self.cache, index)  # a model with its own cache (the RNN)
         for layer in self.cache:
             for part in parts:
-                for name in list(layer[part]): layer[part][name] = layer[part][name].index_select(0, index)  # (N', H, ., Dh)
+                kv = layer[part]
+                for name in list(kv): kv[name] = kv[name].index_select(0, index)  # (N', H, ., Dh)
 
 # %% ../../nbs/35_fast_decoding.ipynb #f78355c5
 class Hypothesis(NamedTuple):

@@ -114,14 +114,20 @@ class _ChunkedGeneratorLoss(torch.autograd.Function):
             # padding rows get exactly zero gradient
             grad_h = grad_hk if rows is None else torch.zeros_like(h).index_copy_(0, rows, grad_hk)  # (N, D)
         else: grad_h = None
-        ctx.save_for_backward(grad_h, grad_w, grad_b)
+        ctx.save_for_backward(grad_h, grad_b)
+        ctx.grad_w = grad_w  # not saved: backward scales it in place and hands it on (no second (V, D) tensor)
         ctx.dtypes = (weight.dtype, None if bias is None else bias.dtype)
         return loss
 
     @staticmethod
     def backward(ctx, grad_loss):  # the loss is linear in what came before: scale the stored gradients
-        grad_h, grad_w, grad_b = ctx.saved_tensors
-        return (grad_h * grad_loss.to(grad_h.dtype), (grad_w * grad_loss).to(ctx.dtypes[0]),
+        grad_h, grad_b = ctx.saved_tensors
+        grad_w, ctx.grad_w = ctx.grad_w, None
+        if grad_w is None and ctx.needs_input_grad[1]:
+            raise RuntimeError("the chunked loss's weight gradient was handed on by an earlier backward; run the loss "
+                               "again for another backward (retain_graph cannot keep it)")
+        if grad_w is not None: grad_w = grad_w.mul_(grad_loss).to(ctx.dtypes[0])  # (V, D) fp32, scaled in place
+        return (grad_h * grad_loss.to(grad_h.dtype), grad_w,
                 None if grad_b is None else (grad_b * grad_loss).to(ctx.dtypes[1]), None, None, None, None, None)
 
 # %% ../../nbs/27b_loss_at_scale.ipynb #b978e7b0
@@ -174,9 +180,21 @@ class HiddenStates(nn.Module):
         self.model = model
 
     def forward(self, src, tgt, src_key_padding_mask=None, tgt_key_padding_mask=None):
-        memory = self.model.encode(src, src_key_padding_mask)  # (B, S, D)
-        return self.model.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
+        m = self.model
+        if not _one_table(m):
+            memory = m.encode(src, src_key_padding_mask)  # (B, S, D)
+            return m.decode(tgt, memory, src_key_padding_mask, tgt_key_padding_mask)  # (B, T, D)
+        # tied source and target tables: one lookup for both, so that backward fills one (V, D) gradient, not two
+        x = m.src_embed(torch.cat([src.flatten(), tgt.flatten()]))  # (B*S + B*T, D)
+        xs, xt = x[:src.numel()].view(*src.shape, -1), x[src.numel():].view(*tgt.shape, -1)  # (B, S, D), (B, T, D)
+        memory = m.encoder(m.pos(xs), src_key_padding_mask)  # as `encode`
+        return m.decoder(m.tgt_pos(xt), memory, tgt_key_padding_mask, src_key_padding_mask)  # as `decode`
 
+def _one_table(m) -> bool: # whether m's source and target embeddings look up one table in the same way
+    a, b = getattr(m, "src_embed", None), getattr(m, "tgt_embed", None)  # `Embeddings` (the architecture's floor)
+    return (a is not None and type(a) is type(b) and isinstance(getattr(a, "lut", None), nn.Embedding)
+            and a.lut.weight is b.lut.weight and a.scale == b.scale and a.lut.padding_idx == b.lut.padding_idx
+            and hasattr(m, "encoder") and hasattr(m, "pos") and hasattr(m, "tgt_pos"))
 
 # %% ../../nbs/27b_loss_at_scale.ipynb #5e90b1e2
 class SequenceObjective:
