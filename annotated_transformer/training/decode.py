@@ -247,7 +247,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
     for t in range(max(limit)):
         A = len(active)
         logp = state.step(ys)  # (A*K, V); at the first step (B, V)
-        if t == 0 and K > 1:  # each sentence's row becomes its K rows: memory, mask, cache, tokens, log-probs
+        if t == 0 and K > 1:  # each sentence's row becomes its K rows: self-attention cache, tokens, log-probs
             first = torch.arange(B, device=dev).repeat_interleave(K)  # (B*K,)
             state.expand(K); ys, logp = ys.index_select(0, first), logp.index_select(0, first)  # (B*K, 1), (B*K, V)
         if constraint is not None: logp = logp.masked_fill(~constraint.allowed(), float("-inf"))
