@@ -340,6 +340,8 @@ def test_beams_attend_their_shared_memory_row_as_the_copied_rows_would():
             if need: torch.testing.assert_close(w, want_w, rtol=0, atol=1e-6)
         cache = {}  # the cached keys and values of B rows serve B * K queries at every later step
         mha(q[::K], mem, mem, key_padding_mask=kpm, cache=cache, static_kv=True)
+        # stored in the heads' layout once: the written-out product reads them at every step without a copy
+        assert cache["k"].is_contiguous() and cache["v"].is_contiguous() and cache["k"].shape == (B, 4, S, D // 4)
         got = mha(q, mem, mem, key_padding_mask=kpm, cache=cache, static_kv=True)[0]
         torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
         with pytest.raises(ValueError, match="whole number of query rows"):

@@ -175,6 +175,9 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             if not static_kv and "k" in cache:
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, S_past+S, Dh)
+            # the memory's, read at every step: stored in the heads' layout once, so that the written-out product
+            # does not copy them into it at each step
+            elif static_kv: k, v = k.contiguous(), v.contiguous()
             cache["k"], cache["v"] = k, v
         return k, v
 

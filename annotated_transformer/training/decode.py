@@ -252,7 +252,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
             state.expand(K); ys, logp = ys.index_select(0, first), logp.index_select(0, first)  # (B*K, 1), (B*K, V)
         if constraint is not None: logp = logp.masked_fill(~constraint.allowed(), float("-inf"))
         V = logp.size(-1)
-        top, idx = top_k_wide((scores.view(-1, 1) + logp).view(A, K * V), 2 * K)  # (A, 2K)
+        top, idx = top_k_wide(logp.add_(scores.view(-1, 1)).view(A, K * V), 2 * K)  # (A, 2K); logp is ours to overwrite
         beam, tok = idx // V, idx % V  # (A, 2K): which live beam, which token
         is_eos = tok == cfg.eos_idx
         for a, j in (is_eos[:, :K] & top[:, :K].isfinite()).nonzero().tolist():  # EOS among the first K: finished
