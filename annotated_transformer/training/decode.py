@@ -172,8 +172,7 @@ class DecoderState:
         rows = torch.arange(self.memory.size(0), device=self.memory.device).repeat_interleave(K)  # (N*K,)
         if self.static is not None or self.cache is None or hasattr(self.model, "select_cache"):
             return self.select(rows)  # every row copied
-        for layer in self.cache:
-            for name in ("k", "v"): layer["self"][name] = layer["self"][name].index_select(0, rows)  # (N*K, H, t+1, Dh)
+        self.reorder(rows)  # the self-attention keys and values: (N*K, H, t+1, Dh)
         self.group *= K
 
     def select(self, index: Tensor): # (N',) the rows that stay, N' <= N
