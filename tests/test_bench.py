@@ -6,6 +6,7 @@ from annotated_transformer.bench.benchmarks import (TorchReference, copy_to_refe
 from annotated_transformer.bench.fast_path import bench_compile, bench_loss, bench_adam, bench_mfu, VARIANTS, readable_chart, chart_span_loss, chart_step_speed
 from annotated_transformer.bench.scaling import bench_memory
 from annotated_transformer.bench.bench_suite import BENCHMARKS, cpu_record, ratio_rows, DEFAULT_BENCHMARKS
+from annotated_transformer.engine.runs import cpu_id, hardware
 from annotated_transformer.commands.experiments import bench_main
 from annotated_transformer.training.decode import greedy_decode, beam_search
 from annotated_transformer.architecture.attention import padding_mask
@@ -261,6 +262,7 @@ def test_static_cache_decodes_the_same_hypotheses():
 def test_cpu_flags_and_matmul_peak():
     f = cpu_record()
     assert "model" in f and all(isinstance(f[k], bool) for k in ("amx_bf16", "avx512_bf16"))
+    assert "id" in f and f["id"] == cpu_id()  # the family numbers beside the name, None where the CPU reports none
     assert matmul_tflops(n=128, reps=1) > 0
 
 
@@ -398,3 +400,12 @@ def test_chart_step_speed_times_both_steps_over_the_same_batches(toy_chart):
     from dataclasses import replace
     with pytest.raises(ValueError, match="loss='margin'"): chart_step_speed(replace(data, model_config=replace(cfg, loss="margin")))
 
+
+
+def test_cpu_id_tells_apart_cpus_of_one_name():
+    "Two EPYCs report the same model name; the family, model and stepping numbers tell them apart."
+    zen4 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n"
+    zen5 = zen4.replace("25", "26").replace(": 17", ": 2")
+    assert cpu_id(zen4) == "family 25 model 17 stepping 1" and cpu_id(zen5) == "family 26 model 2 stepping 1"
+    assert cpu_id("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n") is None  # an ARM CPU: no family numbers
+    assert hardware()["cpu_id"] == cpu_id()

@@ -18,7 +18,7 @@ from .scaling import bench_memory, bench_seqlen, bench_batching
 from ..engine.checkpoint import load_checkpoint, CheckpointError
 from ..engine.evaluation import run_splits
 from .ctranslate2 import compare_ct2
-from ..engine.runs import short_cpu
+from ..engine.runs import short_cpu, cpu_id
 from ..engine.precision import freed_memory_kept
 
 # %% auto #0
@@ -42,12 +42,13 @@ DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu
 
 # %% ../../nbs/33_bench_suite.ipynb #1d6dbeb8
 def cpu_record() -> dict:
-    "The CPU's model name and the flags that decide bf16 speed (amx_bf16, avx512_bf16) from /proc/cpuinfo."
+    """The CPU's model name, family numbers (`cpu_id`) and the flags that decide bf16 speed (amx_bf16, avx512_bf16) from
+    /proc/cpuinfo."""
     try: info = Path("/proc/cpuinfo").read_text()
     except OSError: return dict(model=platform.processor() or "unknown")
     flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
     model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "unknown")
-    return dict(model=model, **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
+    return dict(model=model, id=cpu_id(), **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
 
 # %% ../../nbs/33_bench_suite.ipynb #747e0a1b
 def settings(device="cpu", threads: int | None = None) -> dict:
@@ -354,8 +355,8 @@ def print_report(res: dict, file=None):
           f"reps {s['reps']} (median), warm-up {s['warmup']} | {s['time']}", file=file)
     if "cpu" in s:
         c = s["cpu"]
-        print(f"  CPU {c.get('model')}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items()
-                                                      if k != "model")
+        print(f"  CPU {c.get('model')}" + (f" ({c['id']})" if c.get("id") else "") + ": "
+              + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in c.items() if k not in ("model", "id"))
               + (f"; load at the start {' / '.join(map(str, s['load_1_5_15_min']))} (1 / 5 / 15 min) on "
                  f"{s['logical_cpus']} logical CPUs"
                  if s.get("load_1_5_15_min") else ""), file=file)

@@ -13,10 +13,10 @@ from ..training.data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['RUN_FILE', 'LOCK_FILE', 'REFERENCE_KEYS', 'SCORES', 'read_records', 'append_record', 'rewrite_records',
-           'read_metrics', 'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info', 'run_precision',
-           'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds', 'training_summary', 'plot_metrics',
-           'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note', 'plot_reference',
-           'against_reference']
+           'read_metrics', 'cpu_id', 'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info',
+           'run_precision', 'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds', 'training_summary',
+           'plot_metrics', 'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note',
+           'plot_reference', 'against_reference']
 
 # %% ../../nbs/25_runs.ipynb #493a3ea7
 def read_records(path: str | Path, # a JSON-lines log
@@ -55,14 +55,26 @@ def read_metrics(path: str | Path) -> list[dict]:
     return read_records(path / "metrics.jsonl" if path.is_dir() else path, require=("step", "time"))
 
 # %% ../../nbs/25_runs.ipynb #dd9c797d
+def cpu_id(info: str | None = None, # the text of /proc/cpuinfo (None: read it)
+          ) -> str | None:
+    """The CPU's family, model and stepping numbers ('family 25 model 17 stepping 1'), None where /proc/cpuinfo has
+    none: two CPUs with one model name ('AMD EPYC') can be different generations, at different speeds."""
+    if info is None:
+        try: info = Path("/proc/cpuinfo").read_text()
+        except OSError: return None
+    field = lambda name: next((l.split(":", 1)[1].strip() for l in info.splitlines()
+                               if l.split(":", 1)[0].strip() == name), None)
+    fms = [(name, field(key)) for name, key in (("family", "cpu family"), ("model", "model"), ("stepping", "stepping"))]
+    return " ".join(f"{k} {v}" for k, v in fms if v) or None
+
 def hardware() -> dict:
-    "CPU model, core count, torch threads, GPU (if any) and library versions of this machine."
+    "CPU model and family numbers, core count, torch threads, GPU (if any) and library versions of this machine."
     cpu = platform.processor()
     if Path("/proc/cpuinfo").is_file():
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
     try: import sacrebleu; sb = sacrebleu.__version__
     except ImportError: sb = None
-    return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+    return dict(cpu=cpu, cpu_id=cpu_id(), logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, torch=torch.__version__,
                 sacrebleu=sb, python=platform.python_version())
 
