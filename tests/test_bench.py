@@ -409,3 +409,9 @@ def test_cpu_id_tells_apart_cpus_of_one_name():
     assert cpu_id(zen4) == "family 25 model 17 stepping 1" and cpu_id(zen5) == "family 26 model 2 stepping 1"
     assert cpu_id("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n") is None  # an ARM CPU: no family numbers
     assert hardware()["cpu_id"] == cpu_id()
+
+def test_cpu_label_names_the_family_where_recorded():
+    from annotated_transformer.bench.bench_suite import cpu_label
+    old = dict(cpu=dict(model="AMD EPYC", amx_bf16=False, avx512_bf16=True, avx2=True))  # a run from before ids
+    new = dict(cpu=dict(old["cpu"], id="family 25 model 17 stepping 1"))
+    assert cpu_label(old) == "AMD EPYC (avx512_bf16)" and cpu_label(new) == "AMD EPYC family 25 model 17 (avx512_bf16)"

@@ -335,12 +335,14 @@ def ratio_rows(res: dict) -> list[dict]:
 
 # %% ../../nbs/33_bench_suite.ipynb #49e63dfd
 def cpu_label(settings: dict) -> str:
-    """The CPU of a benchmark run as tables and titles name it, with what bf16 runs on there: 'Intel Xeon (amx_bf16,
-    avx512_bf16)', 'AMD EPYC (AVX2 only, no native bf16)'."""
+    """The CPU of a benchmark run as tables and titles name it, with its family numbers where the run recorded them
+    and what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC family 25 model 17 (avx512_bf16)',
+    'AMD EPYC (AVX2 only, no native bf16)'."""
     c = settings["cpu"]
     flags = ([k for k in ("amx_bf16", "avx512_bf16") if c.get(k)]
              or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"])
-    return f"{short_cpu(c['model'])} ({', '.join(flags)})"
+    family = " ".join((c.get("id") or "").split()[:4])  # 'family 25 model 17': the stepping left out
+    return f"{short_cpu(c['model'])}{' ' + family if family else ''} ({', '.join(flags)})"
 
 def batch_label(settings: dict, preset: str) -> str:
     "The batch a preset was timed at, as tables and titles name it: sentences x tokens, e.g. '128 x 32'."
