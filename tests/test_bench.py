@@ -415,3 +415,11 @@ def test_cpu_label_names_the_family_where_recorded():
     old = dict(cpu=dict(model="AMD EPYC", amx_bf16=False, avx512_bf16=True, avx2=True))  # a run from before ids
     new = dict(cpu=dict(old["cpu"], id="family 25 model 17 stepping 1"))
     assert cpu_label(old) == "AMD EPYC (avx512_bf16)" and cpu_label(new) == "AMD EPYC family 25 model 17 (avx512_bf16)"
+
+def test_cpu_first_seen_orders_cpus_by_their_first_run():
+    from annotated_transformer.bench.bench_suite import cpu_first_seen
+    a = dict(cpu=dict(model="AMD EPYC", avx512_bf16=True))
+    b = dict(cpu=dict(model="AMD EPYC", id="family 25 model 17 stepping 1", avx512_bf16=True))
+    runs = [dict(b, time="2026-12-05 14:36"), dict(a, time="2026-12-05 13:10"), dict(a, time="2026-12-05 13:02")]
+    assert list(cpu_first_seen(runs).items()) == [("AMD EPYC (avx512_bf16)", "2026-12-05 13:02"),
+                                                  ("AMD EPYC family 25 model 17 (avx512_bf16)", "2026-12-05 14:36")]

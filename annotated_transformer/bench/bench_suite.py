@@ -23,8 +23,8 @@ from ..engine.precision import freed_memory_kept
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'DEFAULT_BENCHMARKS', 'DEFAULT_SHAPES', 'ROW_FIELDS', 'cpu_record', 'settings', 'bench_ct2',
-           'run_benchmarks', 'bench_plan', 'variants_of', 'ratio_rows', 'cpu_label', 'batch_label', 'print_report',
-           'best_against_best']
+           'run_benchmarks', 'bench_plan', 'variants_of', 'ratio_rows', 'cpu_label', 'cpu_first_seen', 'batch_label',
+           'print_report', 'best_against_best']
 
 # %% ../../nbs/33_bench_suite.ipynb #e28d90a2
 BENCHMARKS = ("train", "infer", "precision", "attention", "loss", "adam", "decode", "decode_batch", "memory", "seqlen",
@@ -48,7 +48,7 @@ def cpu_record() -> dict:
     except OSError: return dict(model=platform.processor() or "unknown")
     flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
     model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "unknown")
-    return dict(model=model, id=cpu_id(), **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
+    return dict(model=model, id=cpu_id(info), **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
 
 # %% ../../nbs/33_bench_suite.ipynb #747e0a1b
 def settings(device="cpu", threads: int | None = None) -> dict:
@@ -343,6 +343,12 @@ def cpu_label(settings: dict) -> str:
              or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"])
     family = " ".join((c.get("id") or "").split()[:4])  # 'family 25 model 17': the stepping left out
     return f"{short_cpu(c['model'])}{' ' + family if family else ''} ({', '.join(flags)})"
+
+def cpu_first_seen(settings: list[dict]) -> dict: # the runs' `settings` records, in any order
+    "Each CPU's `cpu_label` -> the time of its first run, in the order the CPUs were first measured on."
+    first = {}
+    for s in sorted(settings, key=lambda s: s["time"]): first.setdefault(cpu_label(s), s["time"])
+    return first
 
 def batch_label(settings: dict, preset: str) -> str:
     "The batch a preset was timed at, as tables and titles name it: sentences x tokens, e.g. '128 x 32'."

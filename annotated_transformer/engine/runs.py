@@ -69,12 +69,13 @@ def cpu_id(info: str | None = None, # the text of /proc/cpuinfo (None: read it)
 
 def hardware() -> dict:
     "CPU model and family numbers, core count, torch threads, GPU (if any) and library versions of this machine."
-    cpu = platform.processor()
+    cpu, info = platform.processor(), None
     if Path("/proc/cpuinfo").is_file():
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
+        info = Path("/proc/cpuinfo").read_text()
+        cpu = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), cpu)
     try: import sacrebleu; sb = sacrebleu.__version__
     except ImportError: sb = None
-    return dict(cpu=cpu, cpu_id=cpu_id(), logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+    return dict(cpu=cpu, cpu_id=cpu_id(info), logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, torch=torch.__version__,
                 sacrebleu=sb, python=platform.python_version())
 
