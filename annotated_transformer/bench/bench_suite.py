@@ -52,17 +52,20 @@ def cpu_record() -> dict:
 
 # %% ../../nbs/33_bench_suite.ipynb #747e0a1b
 def settings(device="cpu", threads: int | None = None) -> dict:
-    "What a benchmark's numbers depend on: versions, threads, device, the CPU's bf16 flags."
+    """What a benchmark's numbers depend on: versions, threads, device, the CPU's bf16 flags, and the instruction set
+    ATen's kernels use (`isa`: 'AVX512', or 'AVX2' where `$ATEN_CPU_CAPABILITY` holds a CPU to it)."""
     dev = torch.device(device)
     return dict(torch=torch.__version__, python=platform.python_version(), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), threads=torch.get_num_threads(), device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
                 cuda=torch.version.cuda if dev.type == "cuda" else None, cpu=cpu_record(),
+                isa=getattr(torch.backends.cpu, "get_cpu_capability", lambda: None)(),
                 time=time.strftime("%Y-%m-%d %H:%M:%S"),
                 load_1_5_15_min=_load(), logical_cpus=os.cpu_count(),  # a loaded machine's numbers mean little
                 malloc_keeps_freed_memory=freed_memory_kept(),  # `keep_freed_memory`: fewer page faults per step
-                # threads, compile caches
-                env={k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "TORCHINDUCTOR_"))})
+                # threads, compile caches, the instruction sets the libraries are held to, the flags `auto` reads
+                env={k: v for k, v in os.environ.items()
+                     if k.startswith(("OMP_", "MKL_", "TORCHINDUCTOR_", "ATEN_", "ONEDNN_", "CT2_", "AT_CPU_FLAGS"))})
 
 def _load() -> list[float] | None:
     "The 1-, 5- and 15-minute load averages (None where the OS has none)."
@@ -337,10 +340,11 @@ def ratio_rows(res: dict) -> list[dict]:
 def cpu_label(settings: dict) -> str:
     """The CPU of a benchmark run as tables and titles name it, with its family numbers where the run recorded them
     and what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC family 25 model 17 (avx512_bf16)',
-    'AMD EPYC (AVX2 only, no native bf16)'."""
+    'AMD EPYC (AVX2 only, no native bf16)', and a CPU whose libraries were held to AVX2 as such."""
     c = settings["cpu"]
-    flags = ([k for k in ("amx_bf16", "avx512_bf16") if c.get(k)]
-             or ["AVX2 only, no native bf16" if c.get("avx2") else "no native bf16"])
+    held = settings.get("isa") == "AVX2" and c.get("avx512f")  # `$ATEN_CPU_CAPABILITY=avx2` on an AVX-512 CPU
+    flags = ([k for k in ("amx_bf16", "avx512_bf16") if c.get(k) and not held]
+             or [f"{'held to AVX2' if held else 'AVX2 only'}, no native bf16" if c.get("avx2") else "no native bf16"])
     family = " ".join((c.get("id") or "").split()[:4])  # 'family 25 model 17': the stepping left out
     return f"{short_cpu(c['model'])}{' ' + family if family else ''} ({', '.join(flags)})"
 
