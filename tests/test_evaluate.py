@@ -70,6 +70,8 @@ def test_evaluate_ships_the_chosen_model(tmp_path, data_dir, cli, monkeypatch):
             "--max_tokens", "400", "--precision", "fp32", "--device", "cpu", "--no-progress", "--run_dir", str(tmp_path / "run"))
     assert r.returncode == 0, r.stderr
     monkeypatch.undo(); monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path / "shipped"))
+    from annotated_transformer.engine import shipped_models  # tmp_path stands for the project's top folder here
+    monkeypatch.setattr(shipped_models, "_project_root", lambda: tmp_path.resolve())
     args = [str(tmp_path / "run"), "--test", "test", "--out", str(tmp_path / "res"), "--average", "2", "--batch-size", "8", "--no-progress"]
     r = cli(evaluate_main, *args, "--ship", "tiny-de-en")
     assert r.returncode == 0, r.stderr
@@ -77,6 +79,7 @@ def test_evaluate_ships_the_chosen_model(tmp_path, data_dir, cli, monkeypatch):
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     assert rec["row"] == res["test_beam"]["bleu"] and sorted(rec["scores"]) == ["bfloat16", "float16", "float32"]
     assert abs(rec["scores"][rec["stored"]]["bleu"] - rec["row"]) <= 0.05 and "shipped tiny-de-en: " in r.stderr
+    assert rec["shipped"] == "shipped/tiny-de-en"  # from the top of the project: the same on every clone
     ck = load_checkpoint(tmp_path / "shipped" / "tiny-de-en")
     assert ck.more["provenance"]["chosen"] == res["chosen"] and ck.more["provenance"]["steps"] == res["steps"]
     r = cli(translate_main, "--model", "tiny-de-en", "--beam", "2", stdin="a b c\n")

@@ -150,3 +150,11 @@ def test_shipped_translator_reproduces_its_results_row(name, shared_data, monkey
     test = load_recipe("multi30k", "test", shared_data, src_lang=src, tgt_lang=tgt)
     r = score_corpus(m.model, m.tokenizer, test, beam_size=row["test_beam"]["beam_size"], alpha=row["test_beam"]["alpha"])
     assert abs(r["bleu"] - row["test_beam"]["bleu"]) <= 0.1, (r["bleu"], row["test_beam"]["bleu"])
+
+
+def test_a_record_names_a_path_inside_the_project_from_its_top(tmp_path, monkeypatch):
+    from annotated_transformer.engine.shipped_models import recorded_path, shipped_dir
+    monkeypatch.delenv("AT_PRETRAINED_DIR", raising=False)
+    top = shipped_dir().parent  # the project's top folder
+    assert recorded_path(top / "pretrained" / "multi30k-de-en") == "pretrained/multi30k-de-en"  # the same on every clone
+    assert recorded_path(tmp_path / "m") == str(tmp_path / "m")  # outside the project: as given

@@ -18,16 +18,27 @@ from .runs import source_commit, read_metrics
 from ..parsing.parser import parse_gold
 
 # %% auto #0
-__all__ = ['SHIP_MARGIN', 'SHIP_PRECISIONS', 'shipped_dir', 'shipped_kind', 'shipped_names', 'shipped_path', 'pretrained',
-           'write_shipped', 'as_stored', 'check_ship_name', 'ship', 'ship_translation', 'training_run', 'ship_parser']
+__all__ = ['SHIP_MARGIN', 'SHIP_PRECISIONS', 'shipped_dir', 'recorded_path', 'shipped_kind', 'shipped_names', 'shipped_path',
+           'pretrained', 'write_shipped', 'as_stored', 'check_ship_name', 'ship', 'ship_translation', 'training_run',
+           'ship_parser']
 
 # %% ../../nbs/38_shipped_models.ipynb #21ef0703
 def shipped_dir() -> Path:
     "Where the shipped models are: `$AT_PRETRAINED_DIR`, else `pretrained/` at the top of the project."
     env = os.environ.get("AT_PRETRAINED_DIR")
     if env: return Path(env)
-    import importlib.util  # the package's own directory (a clone, or the project `pip install -e .` points at), found, not imported
-    return Path(importlib.util.find_spec("annotated_transformer").origin).resolve().parents[1] / "pretrained"
+    return _project_root() / "pretrained"
+
+def _project_root() -> Path:
+    "The top of the project: the folder above the package's own (a clone, or what `pip install -e .` points at)."
+    import importlib.util  # found, not imported
+    return Path(importlib.util.find_spec("annotated_transformer").origin).resolve().parents[1]
+
+def recorded_path(p: str | Path) -> str:
+    """A path as a committed record keeps it: relative to the top of the project where it lies inside (the same on
+    every clone), else as given."""
+    try: return str(Path(p).resolve().relative_to(_project_root()))
+    except ValueError: return str(p)
 
 def shipped_kind(d: str | Path) -> ModelKind:
     "The kind of a shipped model from its config.json alone (nothing verified: to list the models, not to load them)."
@@ -136,7 +147,7 @@ def ship(ck: Checkpoint, # the model to ship (a training checkpoint, or an avera
     record = dict(name=name, stored=_dtype_name(dtype),
                   rule=f"the smallest precision within {SHIP_MARGIN} of the row (bf16 before fp16)",
                   row=row, metric=provenance["reproduces"]["metric"], scores=scores,
-                  bytes=sum(p.stat().st_size for p in out.iterdir()), shipped=str(out))
+                  bytes=sum(p.stat().st_size for p in out.iterdir()), shipped=recorded_path(out))
     atomic_write(Path(record_dir) / "shipped.json", json.dumps(record, indent=1) + "\n")
     log(f"shipped {name}: {out} ({record['bytes'] / 1e6:.1f} MB, {record['stored']} weights); "
         f"load it with pretrained({name!r})")
