@@ -420,10 +420,13 @@ def test_cpu_label_tells_a_cpu_held_to_avx2():
     from annotated_transformer.bench.bench_suite import cpu_label, settings
     assert settings()["isa"] == torch.backends.cpu.get_cpu_capability()  # the record names the kernels ATen used
     cpu = dict(model="AMD EPYC", id="family 25 model 17 stepping 1", avx512_bf16=True, avx512f=True, avx2=True)
-    assert cpu_label(dict(cpu=cpu, isa="AVX512")) == "AMD EPYC family 25 model 17 (avx512_bf16)"
-    assert cpu_label(dict(cpu=cpu, isa="AVX2")) == "AMD EPYC family 25 model 17 (held to AVX2, no native bf16)"
+    held = dict(ATEN_CPU_CAPABILITY="avx2")
+    assert cpu_label(dict(cpu=cpu, isa="AVX512", env={})) == "AMD EPYC family 25 model 17 (avx512_bf16)"
+    assert cpu_label(dict(cpu=cpu, isa="AVX2", env=held)) == "AMD EPYC family 25 model 17 (held to AVX2, no native bf16)"
+    # ATen on AVX2 by its own choice, or a record from before `isa`: not held
+    assert cpu_label(dict(cpu=cpu, isa="AVX2", env={})) == cpu_label(dict(cpu=cpu)) == cpu_label(dict(cpu=cpu, isa="AVX512", env={}))
     avx2 = dict(model="AMD EPYC", avx512_bf16=False, avx512f=False, avx2=True)  # a CPU that has no more than AVX2
-    assert cpu_label(dict(cpu=avx2, isa="AVX2")) == "AMD EPYC (AVX2 only, no native bf16)"
+    assert cpu_label(dict(cpu=avx2, isa="AVX2", env=held)) == "AMD EPYC (AVX2 only, no native bf16)"
 
 def test_cpu_first_seen_orders_cpus_by_their_first_run():
     from annotated_transformer.bench.bench_suite import cpu_first_seen

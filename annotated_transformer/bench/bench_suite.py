@@ -340,9 +340,9 @@ def ratio_rows(res: dict) -> list[dict]:
 def cpu_label(settings: dict) -> str:
     """The CPU of a benchmark run as tables and titles name it, with its family numbers where the run recorded them
     and what bf16 runs on there: 'Intel Xeon (amx_bf16, avx512_bf16)', 'AMD EPYC family 25 model 17 (avx512_bf16)',
-    'AMD EPYC (AVX2 only, no native bf16)', and a CPU whose libraries were held to AVX2 as such."""
+    'AMD EPYC (AVX2 only, no native bf16)'; an AVX-512 CPU held to AVX2 by `$ATEN_CPU_CAPABILITY` as such."""
     c = settings["cpu"]
-    held = settings.get("isa") == "AVX2" and c.get("avx512f")  # `$ATEN_CPU_CAPABILITY=avx2` on an AVX-512 CPU
+    held = c.get("avx512f") and settings.get("isa") == "AVX2" and "ATEN_CPU_CAPABILITY" in settings.get("env", {})
     flags = ([k for k in ("amx_bf16", "avx512_bf16") if c.get(k) and not held]
              or [f"{'held to AVX2' if held else 'AVX2 only'}, no native bf16" if c.get("avx2") else "no native bf16"])
     family = " ".join((c.get("id") or "").split()[:4])  # 'family 25 model 17': the stepping left out
