@@ -71,7 +71,7 @@ def test_evaluate_ships_the_chosen_model(tmp_path, data_dir, cli, monkeypatch):
     assert r.returncode == 0, r.stderr
     monkeypatch.undo(); monkeypatch.setenv("AT_PRETRAINED_DIR", str(tmp_path / "shipped"))
     from annotated_transformer.engine import shipped_models  # tmp_path stands for the project's top folder here
-    monkeypatch.setattr(shipped_models, "_project_root", lambda: tmp_path.resolve())
+    monkeypatch.setattr(shipped_models, "project_root", lambda: tmp_path.resolve())
     args = [str(tmp_path / "run"), "--test", "test", "--out", str(tmp_path / "res"), "--average", "2", "--batch-size", "8", "--no-progress"]
     r = cli(evaluate_main, *args, "--ship", "tiny-de-en")
     assert r.returncode == 0, r.stderr

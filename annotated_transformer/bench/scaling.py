@@ -13,6 +13,7 @@ from ..architecture.model import make_model
 from ..training.batching import TokenBatchSampler, collate, padding_fraction
 from ..training.data import default_data_dir
 from ..engine.precision import sync
+from ..engine.runs import project_root
 from .benchmarks import TorchReference, random_padded_batch, make_train_step, make_pair
 from .benchmarks import time_interleaved, train_flops, median
 
@@ -63,8 +64,7 @@ def peak_memory(cfg, which: str, batch_size: int, src_len: int, precision="fp32"
         return res
     spec = json.dumps(dict(cfg=asdict(cfg), which=which, batch_size=batch_size, src_len=src_len, precision=precision,
                            threads=threads, recipe=recipe))
-    import importlib.util  # the child imports this same package: its directory goes on the child's path
-    root = str(Path(importlib.util.find_spec("annotated_transformer").origin).resolve().parents[1])
+    root = str(project_root())  # the child imports this same package: its directory goes on the child's path
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     code = f"from annotated_transformer.bench.scaling import _memory_child; _memory_child({spec!r})"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

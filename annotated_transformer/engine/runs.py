@@ -13,10 +13,10 @@ from ..training.data import SubwordTokenizer
 
 # %% auto #0
 __all__ = ['RUN_FILE', 'LOCK_FILE', 'REFERENCE_KEYS', 'SCORES', 'read_records', 'append_record', 'rewrite_records',
-           'read_metrics', 'cpu_id', 'hardware', 'short_cpu', 'source_commit', 'write_run_info', 'read_run_info',
-           'run_precision', 'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds', 'training_summary',
-           'plot_metrics', 'reference_match', 'reference_curve', 'reference_dir', 'find_reference', 'reference_note',
-           'plot_reference', 'against_reference']
+           'read_metrics', 'cpu_id', 'hardware', 'short_cpu', 'project_root', 'source_commit', 'write_run_info',
+           'read_run_info', 'run_precision', 'RunInUseError', 'lock_run', 'unlock_run', 'active_seconds',
+           'training_summary', 'plot_metrics', 'reference_match', 'reference_curve', 'reference_dir', 'find_reference',
+           'reference_note', 'plot_reference', 'against_reference']
 
 # %% ../../nbs/25_runs.ipynb #493a3ea7
 def read_records(path: str | Path, # a JSON-lines log
@@ -85,9 +85,13 @@ def short_cpu(model: str) -> str:
     return " ".join(model.split())
 
 # %% ../../nbs/25_runs.ipynb #63e7a92a
+def project_root() -> Path:
+    "The top of the project: the folder above the package's own (a clone, or what `pip install -e .` points at)."
+    return Path(importlib.util.find_spec("annotated_transformer").origin).resolve().parents[1]  # found, not imported
+
 def source_commit() -> str | None:
     "The git commit of the package's source tree, with '+' when tracked files differ from it; None outside a git checkout."
-    root = Path(importlib.util.find_spec("annotated_transformer").origin).parent.parent
+    root = project_root()
     git = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True, timeout=10)
     try: head = git("rev-parse", "--short=12", "HEAD")
     except (OSError, subprocess.SubprocessError): return None

@@ -14,7 +14,7 @@ from .loading import load_model
 from ..training.data import read_json, atomic_write, Corpus, sha256_file
 from .kinds import KINDS, ModelKind, kind_named, Translator, ConstituencyParser
 from ..translation.translation import score_corpus
-from .runs import source_commit, read_metrics
+from .runs import source_commit, read_metrics, project_root
 from ..parsing.parser import parse_gold
 
 # %% auto #0
@@ -27,17 +27,12 @@ def shipped_dir() -> Path:
     "Where the shipped models are: `$AT_PRETRAINED_DIR`, else `pretrained/` at the top of the project."
     env = os.environ.get("AT_PRETRAINED_DIR")
     if env: return Path(env)
-    return _project_root() / "pretrained"
-
-def _project_root() -> Path:
-    "The top of the project: the folder above the package's own (a clone, or what `pip install -e .` points at)."
-    import importlib.util  # found, not imported
-    return Path(importlib.util.find_spec("annotated_transformer").origin).resolve().parents[1]
+    return project_root() / "pretrained"
 
 def recorded_path(p: str | Path) -> str:
     """A path as a committed record keeps it: relative to the top of the project where it lies inside (the same on
     every clone), else as given."""
-    try: return str(Path(p).resolve().relative_to(_project_root()))
+    try: return str(Path(p).resolve().relative_to(project_root()))
     except ValueError: return str(p)
 
 def shipped_kind(d: str | Path) -> ModelKind:
