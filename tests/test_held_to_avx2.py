@@ -29,6 +29,8 @@ def run(*args):
 def test_no_command_and_a_missing_one_are_one_line_each():
     r = run()
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()] and "expected a command" in r.stderr
+    r = run("")  # an empty name: the same line, not a traceback
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()] and "expected a command" in r.stderr
     r = run("no-such-command-here")
     assert r.returncode == 127 and "cannot run 'no-such-command-here'" in r.stderr.splitlines()[-1]
 

@@ -28,7 +28,7 @@ def held_env(cpuinfo: str) -> dict:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["-h"], ["--help"]): print(__doc__.strip()); return 0
-    if not argv:
+    if not argv or not argv[0].strip():  # nothing, or an empty name ("")
         print("held_to_avx2.py: expected a command to run, e.g. held_to_avx2.py at-bench --benchmarks compile",
               file=sys.stderr)
         return 2
