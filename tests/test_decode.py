@@ -253,6 +253,29 @@ def test_a_served_translator_is_packed_and_translates_as_the_plain_one():
     torch.testing.assert_close(a, b, rtol=0, atol=1e-4)  # another kernel: equal to rounding, not bit for bit
 
 @needs_pack
+def test_the_packed_step_is_the_modules_step_bit_for_bit(monkeypatch):
+    """A served translator's steps run as kernels (`PackedDecoderStep`): the same hypotheses and scores, bit for bit,
+    as its modules give, greedy and beam, padded sentences in a batch."""
+    from annotated_transformer.architecture.layers import PackedDecoderStep
+    m = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate")
+    lines = ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.", "Zwei Hunde spielen im Schnee.",
+             "Eine Frau liest ein Buch auf einer Bank im Park.", "Ein Kind."]
+    src = [m.tokenizer.encode(l) + [2] for l in lines]
+    src = torch.tensor([s + [0] * (max(map(len, src)) - len(s)) for s in src])
+    runs, step = [], PackedDecoderStep.__call__
+    def counted(self, *a):  # the kernels' step, noting whether it ran (not None)
+        h = step(self, *a); runs.append(h is not None); return h
+    for k in (1, 4):
+        monkeypatch.setattr(PackedDecoderStep, "__call__", counted)
+        fast = beam_search(m.model, src, padding_mask(src, 0), beam_size=k, n_best=k)
+        assert len(runs) > 1 and not runs[0] and all(runs[1:])  # the first step projects the memory: the modules
+        monkeypatch.setattr(PackedDecoderStep, "usable", lambda self: False)  # the modules, every step
+        slow = beam_search(m.model, src, padding_mask(src, 0), beam_size=k, n_best=k)
+        assert [[(h.tokens, h.score, h.logprob) for h in f] for f in fast] == \
+               [[(h.tokens, h.score, h.logprob) for h in f] for f in slow]
+        monkeypatch.undo(); runs.clear()
+
+@needs_pack
 def test_a_packed_linear_falls_back_where_its_copy_cannot_stand_in():
     "With gradients, in bf16, or after the weight changed in place, it is the plain Linear, bit for bit."
     torch.manual_seed(0)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 from torch import Tensor
-from .attention import MultiHeadAttention, Dropout
+from .attention import MultiHeadAttention, Dropout, attention, merge_masks, to_sdpa_mask
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'PackedFeedForward', 'PackedAttention', 'pack_linears']
+__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'PackedFeedForward', 'PackedAttention', 'pack_linears', 'PackedDecoderStep']
 
 # %% ../../nbs/02_layers.ipynb #fde12625
 class PositionwiseFeedForward(nn.Module):
@@ -193,3 +193,78 @@ def pack_linears(model: nn.Module) -> nn.Module: # the same model, its fp32 CPU 
         if type(mod) is PositionwiseFeedForward: mod.__class__ = PackedFeedForward
         elif type(mod) is MultiHeadAttention: mod.__class__ = PackedAttention; mod._pack_qkv()
     return model
+
+# %% ../../nbs/35_fast_decoding.ipynb #f2d4bc0f
+def _packed_layers(model: nn.Module) -> list | None:
+    "Per decoder layer, what `PackedDecoderStep` reads; None unless each layer is one it can run as its modules would."
+    layers, out = getattr(getattr(model, "decoder", None), "layers", None), []
+    for l in layers if layers is not None else ():
+        sa, ca, ff = (getattr(l, n, None) for n in ("self_attn", "cross_attn", "ff"))
+        if (type(l) is not DecoderLayer or type(sa) is not PackedAttention or type(ca) is not PackedAttention
+                or type(ff) is not PackedFeedForward or sa.qkv is None):
+            return None
+        lins = (sa.q_proj, sa.k_proj, sa.v_proj, sa.out_proj, ca.q_proj, ca.out_proj, ff.linear1, ff.linear2)
+        if not all(type(p) is PackedLinear and p.packed is not None for p in lins): return None
+        norm = lambda n: (n.normalized_shape, n.weight, n.bias, n.eps)  # `nn.LayerNorm.forward`'s arguments
+        packed = lambda p: (p.packed, None if p.bias is None else p.bias.detach())  # `PackedLinear.forward`'s
+        out.append(dict(pre_norm=l.norm_first, norms=[norm(n) for n in (l.norm1, l.norm2, l.norm3)],
+                        self_attn=sa, cross_attn=ca, qkv=(sa.qkv, sa.qkv_bias), self_out=packed(sa.out_proj),
+                        cross_q=packed(ca.q_proj), cross_out=packed(ca.out_proj),
+                        ff=(packed(ff.linear1), packed(ff.linear2)), linears=lins,
+                        dropouts=(l, l.dropout, sa, sa.dropout, ca, ca.dropout)))
+    return out or None
+
+class PackedDecoderStep:
+    """`model.decode(tok, memory, memory_key_padding_mask, cache=cache, offset=offset)` of a model packed by
+    `pack_linears`, written as the kernels that call runs, in the same order: the same output and cache, bit for bit.
+    What the modules look up and check at every call is looked up when the step is made and checked once per step;
+    a step returns None where the modules would not read the packed copies (gradients on, a weight changed in place,
+    tracing, training mode) or before the memory's keys and values are in the cache."""
+    def __init__(self, model: nn.Module): # a `Transformer`; `self.layers` is None unless it is packed
+        self.model, self.layers = model, _packed_layers(model)
+        lins = [p for l in self.layers or () for p in l["linears"]]
+        self.versions = [(t, v) for p in lins for t, v in zip((p.weight, p.bias), p.versions) if t is not None]
+        self.dropouts = [m for l in self.layers or () for m in l["dropouts"]]
+
+    def usable(self) -> bool:
+        "Whether the modules would read the packed copies now."
+        return (self.layers is not None and not torch.is_grad_enabled() and not _tracing()
+                and all(t._version == v and t.dtype == torch.float32 for t, v in self.versions)
+                and not any(m.training for m in self.dropouts))
+
+    def __call__(self, tok: Tensor, # (N, 1) each row's newest token
+                 memory_key_padding_mask: Tensor | None, # bool (N / g, S): one row per memory row
+                 cache: list, # from `model.init_cache()`, already through one step of `model.decode`
+                 offset: int, # the position of `tok` (the number of cached steps)
+                ) -> Tensor | None: # (N, 1, D), or None where the modules must run
+        if not self.usable() or tok.device.type != "cpu" or "k" not in cache[0]["cross"]: return None
+        m = self.model
+        x = m.tgt_pos(m.tgt_embed(tok), offset)  # (N, 1, D)
+        if x.dtype != torch.float32: return None
+        N, (kv_rows, H, S, Dh) = x.size(0), cache[0]["cross"]["k"].shape
+        # g: query rows per memory row (a sentence's beams), as `MultiHeadAttention.forward` counts them
+        g = 1 if (kv_rows == 1 and memory_key_padding_mask is None) or kv_rows == N else N // kv_rows
+        if N % kv_rows: return None  # the modules say what is wrong
+        mask = merge_masks(None, memory_key_padding_mask, N // g, g, S)  # merged once for all layers
+        sdpa_mask, heads = to_sdpa_mask(mask), lambda y, n: y.view(n, -1, H, Dh).transpose(1, 2)  # `split_heads`
+        lin = lambda x, p, post="none": torch.ops.mkldnn._linear_pointwise(x, *p, post, [], "")  # `PackedLinear`
+        for l, c in zip(self.layers, cache):
+            (n1, n2, n3), pre_norm = l["norms"], l["pre_norm"]
+            pre = lambda x, n: nn.functional.layer_norm(x, *n) if pre_norm else x  # `EncoderLayer.pre`, `.residual`
+            res = lambda x, a, n: x + a if pre_norm else nn.functional.layer_norm(x + a, *n)
+            q, k, v = (heads(y, N) for y in lin(pre(x, n1), l["qkv"]).chunk(3, dim=-1))  # (N, H, 1, Dh) each
+            k, v = torch.cat([c["self"]["k"], k], dim=2), torch.cat([c["self"]["v"], v], dim=2)  # (N, H, t+1, Dh)
+            c["self"]["k"], c["self"]["v"] = k, v
+            x = res(x, lin(_attend(l["self_attn"], q, k, v, None, None, 1).transpose(1, 2).reshape(N, 1, -1),
+                           l["self_out"]), n1)
+            q = heads(lin(pre(x, n2), l["cross_q"]), N)  # (N, H, 1, Dh)
+            if g > 1: q = q.unflatten(0, (N // g, g)).transpose(1, 2).flatten(2, 3)  # (N/g, H, g, Dh)
+            a = _attend(l["cross_attn"], q, c["cross"]["k"], c["cross"]["v"], mask, sdpa_mask, g)  # (N/g, H, g, Dh)
+            x = res(x, lin(a.transpose(1, 2).reshape(N // g, g, -1).reshape(N, 1, -1), l["cross_out"]), n2)
+            x = res(x, lin(lin(pre(x, n3), l["ff"][0], "relu"), l["ff"][1]), n3)  # (N, 1, D)
+        return m.decoder.norm(x)  # (N, 1, D)
+
+def _attend(mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, sdpa_mask: Tensor | None,
+            g: int) -> Tensor: # (B, H, T, Dh): the kernel `MultiHeadAttention.forward` picks in eval mode on a CPU
+    if mha.fused and g == 1: return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask)
+    return attention(q, k, v, mask, mha.dropout)[0]

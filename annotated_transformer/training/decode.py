@@ -11,6 +11,8 @@ from typing import NamedTuple
 from torch import Tensor
 from ..architecture.model import Transformer
 from ..architecture.attention import merge_masks, to_sdpa_mask
+from ..architecture.layers import PackedDecoderStep
+
 
 # %% auto #0
 __all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
@@ -149,12 +151,15 @@ class DecoderState:
         self.cache = model.init_cache() if use_cache else None
         self.static = StaticKVCache(model, memory, memory_key_padding_mask, max_len or model.cfg.max_len) if use_cache and static_cache else None
         self.group = 1  # rows per memory row: K once `expand` shares a sentence's memory among its K beams
+        self.kernels = PackedDecoderStep(model)  # a packed model's step as its kernels, where they can stand in
 
     def step(self, ys: Tensor) -> Tensor: # all tokens so far (N, t+1), BOS first -> log-probs (N, V)
         t = ys.size(1) - 1
         if self.static is not None: h = self.static.step(ys[:, -1:])  # (N, 1, D)
         elif self.cache is None: h = self.model.decode(ys, self.memory, self.mask)  # (N, t+1, D)
-        else: h = self.model.decode(ys[:, -1:], self.memory, self.mask, cache=self.cache, offset=t)  # (N, 1, D)
+        else:  # the same numbers as the modules' step, bit for bit; None where they must run
+            h = self.kernels(ys[:, -1:], self.mask, self.cache, t)  # (N, 1, D)
+            if h is None: h = self.model.decode(ys[:, -1:], self.memory, self.mask, cache=self.cache, offset=t)
         return self.model.generator(h[:, -1]).log_softmax(-1)  # (N, V)
 
     def reorder(self, index: Tensor): # (N,) row i continues row index[i]
