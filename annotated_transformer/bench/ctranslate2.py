@@ -12,6 +12,7 @@ from ..training.data import SubwordTokenizer
 from ..engine.checkpoint import Checkpoint, load_checkpoint
 from ..translation.inference import encode_sources, translate, bleu_scores
 from ..engine.loading import load_model
+from ..architecture.layers import PackedDecoderStep
 from ..training.decode import length_penalty
 
 # %% auto #0
@@ -183,7 +184,9 @@ def _decoder_main():
             tr, tok = load_ct2(source, name[4:], threads)
             run = lambda lines, kw: ct2_translate(tr, tok, lines, max_len=max_len, **kw)
         else:
-            model, tok = load_model(source, "at-translate", pack=name == "ours")
+            model, tok = load_model(source, "at-translate", pack=name in ("ours", "ours_modules"))
+            # the same packed model, every step through its modules: what `PackedDecoderStep` buys, in this process only
+            if name == "ours_modules": PackedDecoderStep.usable = lambda self: False
             run = lambda lines, kw: translate(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
         send("ready")
         while (req := pickle.load(pipe_in)) is not None:
@@ -237,17 +240,19 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     model, _ = load_model(ck, "at-translate", pack=False)
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
-        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ct2_float32": d, "ct2_int8": d}, threads,
-                            model.cfg.max_len)
+        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ct2_float32": d, "ct2_int8": d},
+                            threads, model.cfg.max_len)
         try:
             kw = dict(alpha=alpha, batch_size=batch_size)
             runs = {"ours": ("ours", dict(beam_size=beam_size, **kw)),  # name -> (decoder, options)
                     "ours_unpacked": ("ours_unpacked", dict(beam_size=beam_size, **kw)),
+                    "ours_modules": ("ours_modules", dict(beam_size=beam_size, **kw)),
                     "ct2_float32": ("ct2_float32", dict(beam_size=beam_size, **kw)),
                     "ct2_int8": ("ct2_int8", dict(beam_size=beam_size, **kw)),
                     "ct2_float32_own_penalty": ("ct2_float32", dict(beam_size=beam_size, rerank=False, **kw)),
                     "greedy_ours": ("ours", dict(beam_size=1, **kw)),
                     "greedy_ours_unpacked": ("ours_unpacked", dict(beam_size=1, **kw)),
+                    "greedy_ours_modules": ("ours_modules", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw))}
             for e in engines.procs: engines.run(e, lines[:64], beam_size=beam_size, **kw)  # warm-up, untimed
             outs, secs = {}, {k: [] for k in runs}
@@ -265,7 +270,9 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     res["beam_identical"] = same("ours", "ct2_float32")
     res["packed_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_unpacked"),  # packing changes nothing
                                    beam=same("ours", "ours_unpacked"))
-    for k in ("ours", "ours_unpacked", "greedy_ours", "greedy_ours_unpacked"):
+    res["kernel_step_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_modules"),  # the step's kernels too
+                                        beam=same("ours", "ours_modules"))
+    for k in ("ours", "ours_unpacked", "ours_modules", "greedy_ours", "greedy_ours_unpacked", "greedy_ours_modules"):
         for ct in ("float32", "int8"):
             ref = f"greedy_ct2_{ct}" if k.startswith("greedy") else f"ct2_{ct}"
             if ref in res: res[f"{k}_over_ct2_{ct}"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
