@@ -13,7 +13,6 @@ from ..architecture.model import Transformer
 from ..architecture.attention import merge_masks, to_sdpa_mask
 from ..architecture.layers import PackedDecoderStep
 
-
 # %% auto #0
 __all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
 
