@@ -241,25 +241,24 @@ class PackedDecoderStep:
         m = self.model
         x = m.tgt_pos(m.tgt_embed(tok), offset)  # (N, 1, D)
         if x.dtype != torch.float32: return None
-        N, (kv_rows, H, S, Dh) = x.size(0), cache[0]["cross"]["k"].shape
+        N, (kv_rows, S) = x.size(0), cache[0]["cross"]["k"].shape[::2]
         # g: query rows per memory row (a sentence's beams), as `MultiHeadAttention.forward` counts them
         g = 1 if (kv_rows == 1 and memory_key_padding_mask is None) or kv_rows == N else N // kv_rows
         if N % kv_rows: return None  # the modules say what is wrong
         mask = merge_masks(None, memory_key_padding_mask, N // g, g, S)  # merged once for all layers
-        sdpa_mask, heads = to_sdpa_mask(mask), lambda y, n: y.view(n, -1, H, Dh).transpose(1, 2)  # `split_heads`
+        sdpa_mask = to_sdpa_mask(mask)
         lin = lambda x, p, post="none": torch.ops.mkldnn._linear_pointwise(x, *p, post, [], "")  # `PackedLinear`
         for l, c in zip(self.layers, cache):
             (n1, n2, n3), pre_norm = l["norms"], l["pre_norm"]
             pre = lambda x, n: nn.functional.layer_norm(x, *n) if pre_norm else x  # `EncoderLayer.pre`, `.residual`
             res = lambda x, a, n: x + a if pre_norm else nn.functional.layer_norm(x + a, *n)
-            q, k, v = (heads(y, N) for y in lin(pre(x, n1), l["qkv"]).chunk(3, dim=-1))  # (N, H, 1, Dh) each
-            k, v = torch.cat([c["self"]["k"], k], dim=2), torch.cat([c["self"]["v"], v], dim=2)  # (N, H, t+1, Dh)
-            c["self"]["k"], c["self"]["v"] = k, v
-            x = res(x, lin(_attend(l["self_attn"], q, k, v, None, None, 1).transpose(1, 2).reshape(N, 1, -1),
-                           l["self_out"]), n1)
-            q = heads(lin(pre(x, n2), l["cross_q"]), N)  # (N, H, 1, Dh)
+            sa, ca = l["self_attn"], l["cross_attn"]
+            q, k, v = (sa.split_heads(y) for y in lin(pre(x, n1), l["qkv"]).chunk(3, dim=-1))  # (N, H, 1, Dh) each
+            k, v = sa.project_kv(None, None, c["self"], False, kv=(k, v))  # appended to the cache: (N, H, t+1, Dh)
+            x = res(x, lin(_attend(sa, q, k, v, None, None, 1).transpose(1, 2).reshape(N, 1, -1), l["self_out"]), n1)
+            q = ca.split_heads(lin(pre(x, n2), l["cross_q"]))  # (N, H, 1, Dh)
             if g > 1: q = q.unflatten(0, (N // g, g)).transpose(1, 2).flatten(2, 3)  # (N/g, H, g, Dh)
-            a = _attend(l["cross_attn"], q, c["cross"]["k"], c["cross"]["v"], mask, sdpa_mask, g)  # (N/g, H, g, Dh)
+            a = _attend(ca, q, c["cross"]["k"], c["cross"]["v"], mask, sdpa_mask, g)  # (N/g, H, g, Dh)
             x = res(x, lin(a.transpose(1, 2).reshape(N // g, g, -1).reshape(N, 1, -1), l["cross_out"]), n2)
             x = res(x, lin(lin(pre(x, n3), l["ff"][0], "relu"), l["ff"][1]), n3)  # (N, 1, D)
         return m.decoder.norm(x)  # (N, 1, D)
