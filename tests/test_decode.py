@@ -390,3 +390,27 @@ def test_beam_search_keeps_one_memory_row_per_sentence():
         assert state.memory.size(0) == 2 and torch.equal(state.memory, memory[[0, 2]])
         ys = torch.randint(3, 20, (4, 3))
         torch.testing.assert_close(state.step(ys), ref.step(ys), rtol=0, atol=1e-5)
+
+def test_batches_side_by_side_give_translate_s_translations():
+    """`translate_threads` searches `workers` batches at once, one torch thread each: the translations `translate`
+    gives on one thread, in input order, progress in batch order; bad workers refused; torch's thread count restored."""
+    from annotated_transformer.translation.inference import translate_threads
+    m = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate")
+    lines = ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.", "", "Zwei Hunde spielen im Schnee.",
+             "Eine Frau liest ein Buch auf einer Bank im Park.", "Ein Kind.", "Drei Leute sitzen vor einem Café."] * 2
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        ref = {k: translate(m.model, m.tokenizer, lines, beam_size=k, batch_size=2) for k in (1, 4)}
+        torch.set_num_threads(2)
+        for k, workers in ((1, 2), (4, 3)):
+            done = []
+            got = translate_threads(m.model, m.tokenizer, lines, workers=workers, beam_size=k, batch_size=2,
+                                    progress=done.append)
+            assert got == ref[k] and done == [2] * 5 and torch.get_num_threads() == 2
+        for bad in (0, 1.5, True):
+            with pytest.raises(ValueError, match="workers="): translate_threads(m.model, m.tokenizer, lines, workers=bad)
+        with pytest.raises(ValueError, match="beam_size"):  # raised in a worker, seen by the caller
+            translate_threads(m.model, m.tokenizer, lines, batch_size=2, beam_size=0)
+        assert torch.get_num_threads() == 2
+    finally: torch.set_num_threads(threads)

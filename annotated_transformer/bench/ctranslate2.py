@@ -10,7 +10,7 @@ import torch
 from ..architecture.model import Transformer
 from ..training.data import SubwordTokenizer
 from ..engine.checkpoint import Checkpoint, load_checkpoint
-from ..translation.inference import encode_sources, translate, bleu_scores
+from ..translation.inference import encode_sources, translate, translate_threads, bleu_scores
 from ..engine.loading import load_model
 from ..architecture.layers import PackedDecoderStep
 from ..training.decode import length_penalty
@@ -112,13 +112,15 @@ def _pieces(tok: SubwordTokenizer, ids: list[int]) -> list[str]: return [tok.sp.
 def load_ct2(model_dir: str | Path, # written by `export_ctranslate2`
              compute_type: str = "default", # "default" (as stored), "float32", "int8", ...
              threads: int = 1, # CPU threads of one translation (intra_threads)
+             workers: int = 1, # batches translated at once, each on `threads` threads (inter_threads)
             ):
     "A CTranslate2 `Translator` on the CPU and our tokenizer, both from an exported directory."
     ct2 = _need_ct2()
     d = Path(model_dir)
     if not (d / "model.bin").is_file():
         raise FileNotFoundError(f"{d}: no model.bin; expected a directory written by export_ctranslate2")
-    return (ct2.Translator(str(d), device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1),
+    return (ct2.Translator(str(d), device="cpu", compute_type=compute_type, intra_threads=threads,
+                           inter_threads=workers),
             SubwordTokenizer.load(d))
 
 # %% ../../nbs/32d_ctranslate2.ipynb #5ea30004
@@ -157,15 +159,16 @@ def ct2_translate(translator, tok: SubwordTokenizer, lines: list[str], # source 
             raise ValueError(f"{name}={v!r}: expected a number >= 0")
     srcs = encode_sources(tok, lines, max_len)
     order = sorted((i for i, s in enumerate(srcs) if s is not None), key=lambda i: -len(srcs[i]))
-    out = [""] * len(lines)
-    for start in range(0, len(order), batch_size):
-        idx = order[start: start + batch_size]
-        limit = max(min(int(len(srcs[i]) * max_len_a + max_len_b), max_len - 1) for i in idx)
-        kw = (dict(length_penalty=0, num_hypotheses=beam_size, return_scores=True)
-              if rerank else dict(length_penalty=alpha))
-        res = translator.translate_batch([_pieces(tok, srcs[i]) for i in idx], beam_size=beam_size,
-                                         max_decoding_length=limit, max_batch_size=batch_size, **kw)
-        for i, r in zip(idx, res):  # with rerank, scores are summed log-probs; |Y| counts the EOS, as in `beam_search`
+    out, kw = [""] * len(lines), (dict(length_penalty=0, num_hypotheses=beam_size, return_scores=True) if rerank
+                                  else dict(length_penalty=alpha))
+    batches = [order[start: start + batch_size] for start in range(0, len(order), batch_size)]
+    pending = [translator.translate_batch(  # queued: a translator with several workers searches batches at once
+        [_pieces(tok, srcs[i]) for i in idx], beam_size=beam_size, asynchronous=True, max_batch_size=batch_size,
+        max_decoding_length=max(min(int(len(srcs[i]) * max_len_a + max_len_b), max_len - 1) for i in idx), **kw)
+        for idx in batches]
+    for idx, res in zip(batches, pending):
+        # with rerank, scores are summed log-probs; |Y| counts the EOS, as in `beam_search`
+        for i, r in zip(idx, (a.result() for a in res)):
             best = (max(zip(r.hypotheses, r.scores), key=lambda h: h[1] / length_penalty(len(h[0]) + 1, alpha))[0]
                     if rerank else r.hypotheses[0])
             out[i] = tok.decode([tok.sp.piece_to_id(p) for p in best]).replace("\r", " ").replace("\n", " ")
@@ -181,13 +184,16 @@ def _decoder_main():
         name, source, threads, max_len = pickle.load(pipe_in)
         torch.set_num_threads(threads)
         if name.startswith("ct2_"):
-            tr, tok = load_ct2(source, name[4:], threads)
+            ct, _, side_by_side = name[4:].partition("_")  # ct2_float32_workers: `threads` batches at once
+            tr, tok = load_ct2(source, ct, *((1, threads) if side_by_side else (threads,)))
             run = lambda lines, kw: ct2_translate(tr, tok, lines, max_len=max_len, **kw)
         else:
-            model, tok = load_model(source, "at-translate", pack=name in ("ours", "ours_modules"))
+            model, tok = load_model(source, "at-translate", pack=name in ("ours", "ours_modules", "ours_workers"))
             # the same packed model, every step through its modules: what `PackedDecoderStep` buys, in this process only
             if name == "ours_modules": PackedDecoderStep.usable = lambda self: False
-            run = lambda lines, kw: translate(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
+            search = translate if name != "ours_workers" else (  # `threads` batches at once, one thread each
+                lambda *a, **kw: translate_threads(*a, workers=threads, **kw))
+            run = lambda lines, kw: search(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
         send("ready")
         while (req := pickle.load(pipe_in)) is not None:
             t0 = time.perf_counter(); out = run(*req); send((out, time.perf_counter() - t0))
@@ -231,7 +237,7 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                 threads: int = 1, batch_size: int = 32, beam_size: int = 4, alpha: float = 0.6,
                 reps: int = 3, # timed repetitions of each decoder (median)
                 ct2_dir: str | Path | None = None, # where to export (default: a temporary directory)
-               ) -> dict: # agreement, BLEU, sentences/s: ours (packed, plain, modules' step), CTranslate2
+               ) -> dict: # agreement, BLEU, sentences/s: ours (packed, plain, modules' step, workers), CTranslate2
     "Our batched search against CTranslate2's, greedy and beam, on the same model, sentences, threads and batch size."
     if len(lines) != len(refs):
         raise ValueError(f"{len(lines)} source lines but {len(refs)} references: they must align line by line")
@@ -240,20 +246,24 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     model, _ = load_model(ck, "at-translate", pack=False)
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
-        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ct2_float32": d, "ct2_int8": d},
-                            threads, model.cfg.max_len)
+        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck, "ct2_float32": d,
+                             "ct2_int8": d, "ct2_float32_workers": d}, threads, model.cfg.max_len)
         try:
             kw = dict(alpha=alpha, batch_size=batch_size)
             runs = {"ours": ("ours", dict(beam_size=beam_size, **kw)),  # name -> (decoder, options)
                     "ours_unpacked": ("ours_unpacked", dict(beam_size=beam_size, **kw)),
                     "ours_modules": ("ours_modules", dict(beam_size=beam_size, **kw)),
+                    "ours_workers": ("ours_workers", dict(beam_size=beam_size, **kw)),
                     "ct2_float32": ("ct2_float32", dict(beam_size=beam_size, **kw)),
                     "ct2_int8": ("ct2_int8", dict(beam_size=beam_size, **kw)),
+                    "ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=beam_size, **kw)),
                     "ct2_float32_own_penalty": ("ct2_float32", dict(beam_size=beam_size, rerank=False, **kw)),
                     "greedy_ours": ("ours", dict(beam_size=1, **kw)),
                     "greedy_ours_unpacked": ("ours_unpacked", dict(beam_size=1, **kw)),
                     "greedy_ours_modules": ("ours_modules", dict(beam_size=1, **kw)),
-                    "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw))}
+                    "greedy_ours_workers": ("ours_workers", dict(beam_size=1, **kw)),
+                    "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw)),
+                    "greedy_ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=1, **kw))}
             for e in engines.procs: engines.run(e, lines[:64], beam_size=beam_size, **kw)  # warm-up, untimed
             outs, secs = {}, {k: [] for k in runs}
             for _ in range(reps):  # alternate, so a change in the machine's load falls on every decoder alike
@@ -272,7 +282,14 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                                    beam=same("ours", "ours_unpacked"))
     res["kernel_step_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_modules"),  # the step's kernels too
                                         beam=same("ours", "ours_modules"))
-    for k in ("ours", "ours_unpacked", "ours_modules", "greedy_ours", "greedy_ours_unpacked", "greedy_ours_modules"):
+    # `threads` batches side by side, one thread each: ours (`translate_threads`) and CTranslate2's (inter_threads)
+    res["workers_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_workers"),
+                                    beam=same("ours", "ours_workers"))
+    for k in ("ours_workers", "greedy_ours_workers"):
+        ref = "greedy_ct2_float32_workers" if k.startswith("greedy") else "ct2_float32_workers"
+        res[f"{k}_over_ct2_float32_workers"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
+    for k in ("ours", "ours_unpacked", "ours_modules", "ours_workers", "greedy_ours", "greedy_ours_unpacked",
+              "greedy_ours_modules", "greedy_ours_workers"):
         for ct in ("float32", "int8"):
             ref = f"greedy_ct2_{ct}" if k.startswith("greedy") else f"ct2_{ct}"
             if ref in res: res[f"{k}_over_ct2_{ct}"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]

@@ -5,6 +5,7 @@
 # %% ../../nbs/13_inference.ipynb #5e6e5624
 from __future__ import annotations
 import random, warnings
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 import torch
@@ -15,8 +16,7 @@ from ..training.data import SubwordTokenizer, in_chunks
 from ..training.decode import beam_search
 
 # %% auto #0
-__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps',
-           'plot_attention', 'plot_attention_lines', 'attention_record']
+__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'translate_threads']
 
 # %% ../../nbs/13_inference.ipynb #8959a43f
 def encode_sources(tokenizer: SubwordTokenizer, lines: list[str], max_len: int, # the model's positional table size
@@ -47,18 +47,21 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str],
               # called with the number of sentences of each batch once it is decoded (e.g. a tqdm bar's `update`)
               progress=None,
               first_line: int = 1, # the number of `lines[0]` in its input (a chunk of a longer one), for messages
+              # how the batches are searched: `map`, one after another (`translate_threads` passes a thread pool's)
+              map_batches=map,
              ) -> list[str]: # one translation per line, in input order ("" for an empty line)
     "Translate lines with batched beam search; output line i translates input line i."
     dev = next(model.parameters()).device
     srcs = encode_sources(tokenizer, lines, model.cfg.max_len, too_long, first_line)
     order = sorted((i for i, s in enumerate(srcs) if s is not None), key=lambda i: -len(srcs[i]))
-    out = [""] * len(lines)
-    for start in range(0, len(order), batch_size):
-        idx = order[start: start + batch_size]
+    def search(idx): # one batch: its sentences padded into one tensor, then beam search
         L = max(len(srcs[i]) for i in idx)
         src = torch.tensor([srcs[i] + [model.cfg.pad_idx] * (L - len(srcs[i])) for i in idx], device=dev)  # (B, S)
-        hyps = beam_search(model, src, padding_mask(src, model.cfg.pad_idx), beam_size, alpha, max_len_a, max_len_b,
+        return beam_search(model, src, padding_mask(src, model.cfg.pad_idx), beam_size, alpha, max_len_a, max_len_b,
                            early_stop=early_stop)
+    batches = [order[start: start + batch_size] for start in range(0, len(order), batch_size)]
+    out = [""] * len(lines)
+    for idx, hyps in zip(batches, map_batches(search, batches)):
         for i, h in zip(idx, hyps):
             toks = [t for t in h[0].tokens if t != model.cfg.eos_idx]
             out[i] = tokenizer.decode(toks).replace("\r", " ").replace("\n", " ")
@@ -217,3 +220,19 @@ def attention_record(model: Transformer, tokenizer: SubwordTokenizer, source: st
     return dict(source=source, translation=tokenizer.decode(out), src_tokens=[piece(i) for i in src],
                 tgt_tokens=[piece(i) for i in tgt], scale=scale,
                 attention={k: [_round_rows(w, scale) for w in v] for k, v in maps.items()})
+
+# %% ../../nbs/35_fast_decoding.ipynb #83e56192
+def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str], # as for `translate`
+                      workers: int = 2, # batches searched at once, each on a thread of its own
+                      **kw, # `translate`'s settings: beam_size, alpha, batch_size, too_long, progress, ...
+                     ) -> list[str]: # what `translate` returns, when its operators run on the workers' threads
+    "`translate`, with `workers` batches searched side by side and torch's CPU threads shared out among them."
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r}: expected an integer >= 1")
+    if "map_batches" in kw: raise TypeError("translate_threads: map_batches is its own (a thread pool's map)")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // workers))  # for the whole process, until the search is done
+    try:
+        with ThreadPoolExecutor(workers, thread_name_prefix="translate") as pool:
+            return translate(model, tokenizer, lines, map_batches=pool.map, **kw)
+    finally: torch.set_num_threads(threads)
