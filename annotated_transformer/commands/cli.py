@@ -17,7 +17,7 @@ from ..engine.loading import load_model
 from ..engine.shipped_models import (shipped_dir, shipped_names, shipped_path, check_ship_name, ship_translation,
                                                          ship_parser, training_run)
 from ..engine.tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
-from ..translation.inference import bleu_scores
+from ..translation.inference import bleu_scores, translate_chunks, translate_threads
 from ..engine.evaluation import evaluate_run, run_splits, evaluation_summary, run_checkpoints
 from ..parsing.parser import parse_gold
 from ..engine.parsing_runs import iter_sentences, parse_chunks, read_gold
@@ -153,6 +153,8 @@ def translate_parser() -> Parser:
     p.add_argument("--reference", default=None, help="reference file: report BLEU, chrF and tokenized lowercased BLEU on stderr")
     p.add_argument("--too-long", choices=["truncate", "error"], default="truncate", help="lines longer than the model's max_len")
     p.add_argument("--no-early-stop", action="store_true", help="tensor2tensor's stopping bound instead of stopping at K finished")
+    p.add_argument("--workers", type=number(int, 1), default=1,
+                   help="batches translated at once, each on its share of torch's CPU threads (default: 1)")
     add_device(p)
     return p
 
@@ -167,17 +169,22 @@ def _translate(argv: list[str]) -> int:
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
     counts, t0 = Counter(), time.perf_counter()  # lines, sentences: a blank line gets a blank output line (BLANK_LINES)
-    chunks = translator.translate_chunks(lines, lines_per_chunk(a.input, a.batch_size), counts, beam_size=a.beam,
-                                         alpha=a.alpha, max_len_a=a.max_len_a, max_len_b=a.max_len_b,
-                                         batch_size=a.batch_size, too_long=a.too_long, early_stop=not a.no_early_stop)
+    search = translator.kind.run if a.workers == 1 else (  # `translate` with `workers` batches at once
+        lambda *args, **kw: translate_threads(*args, workers=a.workers, **kw))
+    chunks = translate_chunks(*translator, lines, lines_per_chunk(a.input, a.batch_size * a.workers), counts,
+                              decode=search, beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a,
+                              max_len_b=a.max_len_b, batch_size=a.batch_size, too_long=a.too_long,
+                              early_stop=not a.no_early_stop)
     with in_options():  # a truncated line's notice is one `warning:` line, and a hint names --too-long as typed
         if refs is None: write_stream(a.output, chunks)  # each chunk once translated: an endless input streams
         else: hyps = [h for c in chunks for h in c]; write_lines(a.output, hyps)
     dt, n = time.perf_counter() - t0, counts["sentences"]
     scores = bleu_scores(hyps, refs) if refs is not None and n else None
     if not n: return no_sentences("at-translate", a.input, counts["lines"], "translate")
+    workers = f", {a.workers} workers" * (a.workers > 1)
     print(f"at-translate: {n} sentence{'s' * (n != 1)} translated in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
-          f"(beam {a.beam}, batch {a.batch_size}, {device}){blank_note(counts['lines'] - n)}", file=sys.stderr)
+          f"(beam {a.beam}, batch {a.batch_size}{workers}, {device}){blank_note(counts['lines'] - n)}",
+          file=sys.stderr)
     if scores: print("\n".join(f"{k} = {scores[k]:.2f}  {scores[k + '_signature']}" for k in ("bleu", "chrf", "bleu_tok_lc")), file=sys.stderr)
     return 0
 
