@@ -428,3 +428,20 @@ def test_batches_side_by_side_give_translate_s_translations():
             translate_threads(m.model, m.tokenizer, lines, batch_size=2, beam_size=0)
         assert torch.get_num_threads() == 2
     finally: torch.set_num_threads(threads)
+
+def test_an_error_drops_the_batches_not_begun(monkeypatch):
+    """An error in a batch, or in the caller's thread between batches (here its progress callback; Ctrl-C alike),
+    reaches the caller at once: `translate_threads` does not search the other batches first."""
+    import annotated_transformer.translation.inference as inference
+    m, calls = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate"), []
+    def counted(*a, **kw): calls.append(1); return beam_search(*a, **kw)
+    def failing(*a, **kw):
+        if not calls: calls.append(1); raise RuntimeError("the first batch fails")
+        return counted(*a, **kw)
+    def stop(n): raise KeyboardInterrupt
+    for search, progress, error in ((failing, None, RuntimeError), (counted, stop, KeyboardInterrupt)):
+        monkeypatch.setattr(inference, "beam_search", search); calls.clear()
+        with pytest.raises(error):
+            inference.translate_threads(m.model, m.tokenizer, ["Ein Kind."] * 30, workers=1, batch_size=1,
+                                        progress=progress)
+        assert len(calls) < 10, (error, len(calls))  # of 30: those begun before the caller saw it

@@ -232,7 +232,7 @@ def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: li
     if "map_batches" in kw: raise TypeError("translate_threads: map_batches is its own (a thread pool's map)")
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, threads // workers))  # for the whole process, until the search is done
-    try:
+    try:  # after an error (or Ctrl-C) the pool's `map` drops the batches not yet begun
         with ThreadPoolExecutor(workers, thread_name_prefix="translate") as pool:
             return translate(model, tokenizer, lines, map_batches=pool.map, **kw)
     finally: torch.set_num_threads(threads)
