@@ -175,13 +175,14 @@ def test_cli_file_matches_function(run_dir, tmp_path, cli):
     assert (tmp_path / "out.txt").read_text().split("\n")[:-1] == translate(model, tok, lines, max_len_b=5)
 
 def test_cli_workers_translate_as_one_worker(run_dir, tmp_path, cli):
-    "--workers N: batches side by side, the same translations as one worker, in input order; 0 workers is exit 2."
+    """--workers N: batches side by side, the same translations as one worker, in input order; 0 workers is exit 2.
+    One sentence a batch, so that both runs make the same batches whatever lines each reads at a time."""
     lines = ["a b c d", "", "j i h", "b", "c c a", "d e f g h", "i"] * 3
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
     outs = []
     for w in ("1", "3"):
         r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output",
-                tmp_path / f"out{w}.txt", "--beam", "2", "--batch-size", "2", "--max-len-b", "5", "--workers", w)
+                tmp_path / f"out{w}.txt", "--beam", "2", "--batch-size", "1", "--max-len-b", "5", "--workers", w)
         assert r.returncode == 0, r.stderr
         outs.append((tmp_path / f"out{w}.txt").read_text())
     assert outs[0] == outs[1] and len(outs[0].split("\n")) == len(lines) + 1 and "3 workers" in r.stderr

@@ -171,7 +171,9 @@ def _translate(argv: list[str]) -> int:
     counts, t0 = Counter(), time.perf_counter()  # lines, sentences: a blank line gets a blank output line (BLANK_LINES)
     search = translator.kind.run if a.workers == 1 else (  # `translate` with `workers` batches at once
         lambda *args, **kw: translate_threads(*args, workers=a.workers, **kw))
-    chunks = translate_chunks(*translator, lines, lines_per_chunk(a.input, a.batch_size * a.workers), counts,
+    # with workers, four batches each a chunk: the workers stay busy while their batches finish at different times
+    per_chunk = lines_per_chunk(a.input, a.batch_size * (1 if a.workers == 1 else 4 * a.workers))
+    chunks = translate_chunks(*translator, lines, per_chunk, counts,
                               decode=search, beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a,
                               max_len_b=a.max_len_b, batch_size=a.batch_size, too_long=a.too_long,
                               early_stop=not a.no_early_stop)
