@@ -189,6 +189,21 @@ def test_cli_workers_translate_as_one_worker(run_dir, tmp_path, cli):
     r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--workers", "0")
     assert r.returncode == 2 and "--workers" in r.stderr and len(r.stderr.strip().splitlines()) <= 2
 
+def test_cli_workers_search_with_the_kind_s_side_by_side_decoding(run_dir, tmp_path, cli, monkeypatch):
+    """--workers N reaches the model's kind: at-translate decodes with its `decode_threads` (`translate_threads` for
+    both translators), asked for N workers, and with its `decode` alone for one worker."""
+    from dataclasses import replace
+    from annotated_transformer.engine import kinds
+    calls = []
+    def spy(*args, workers, **kw): calls.append(workers); return kinds.translate_threads(*args, workers=workers, **kw)
+    monkeypatch.setitem(kinds.KINDS, "transformer", replace(kinds.TRANSFORMER, decode_threads=spy))
+    (tmp_path / "in.txt").write_text("a b c\nd e\n")
+    for w in ("1", "2"):
+        r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output",
+                tmp_path / "out.txt", "--beam", "2", "--max-len-b", "5", "--workers", w)
+        assert r.returncode == 0, r.stderr
+    assert calls == [2]
+
 def test_too_long_line_warns_and_truncates_or_errors(run_dir, cli):
     model, tok = load_model(run_dir / "checkpoint.pt")
     long = " ".join(["a"] * 40)  # 40 tokens + EOS > max_len 32

@@ -17,7 +17,7 @@ from ..engine.loading import load_model
 from ..engine.shipped_models import (shipped_dir, shipped_names, shipped_path, check_ship_name, ship_translation,
                                                          ship_parser, training_run)
 from ..engine.tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
-from ..translation.inference import bleu_scores, translate_chunks, translate_threads
+from ..translation.inference import bleu_scores
 from ..engine.evaluation import evaluate_run, run_splits, evaluation_summary, run_checkpoints
 from ..parsing.parser import parse_gold
 from ..engine.parsing_runs import iter_sentences, parse_chunks, read_gold
@@ -169,14 +169,11 @@ def _translate(argv: list[str]) -> int:
     refs = read_lines(a.reference) if a.reference else None
     if refs is not None and len(refs) != len(lines): raise ValueError(f"{a.reference}: {len(refs)} lines, but the input has {len(lines)}; expected one reference per input line")
     counts, t0 = Counter(), time.perf_counter()  # lines, sentences: a blank line gets a blank output line (BLANK_LINES)
-    search = translator.kind.run if a.workers == 1 else (  # `translate` with `workers` batches at once
-        lambda *args, **kw: translate_threads(*args, workers=a.workers, **kw))
     # with workers, four batches each a chunk: the workers stay busy while their batches finish at different times
     per_chunk = lines_per_chunk(a.input, a.batch_size * (1 if a.workers == 1 else 4 * a.workers))
-    chunks = translate_chunks(*translator, lines, per_chunk, counts,
-                              decode=search, beam_size=a.beam, alpha=a.alpha, max_len_a=a.max_len_a,
-                              max_len_b=a.max_len_b, batch_size=a.batch_size, too_long=a.too_long,
-                              early_stop=not a.no_early_stop)
+    chunks = translator.translate_chunks(lines, per_chunk, counts, workers=a.workers, beam_size=a.beam, alpha=a.alpha,
+                                         max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
+                                         too_long=a.too_long, early_stop=not a.no_early_stop)
     with in_options():  # a truncated line's notice is one `warning:` line, and a hint names --too-long as typed
         if refs is None: write_stream(a.output, chunks)  # each chunk once translated: an endless input streams
         else: hyps = [h for c in chunks for h in c]; write_lines(a.output, hyps)

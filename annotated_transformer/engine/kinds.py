@@ -15,7 +15,7 @@ from ..parsing.chart_vocab import ChartVocab
 from ..parsing.chart import check_vocab_sizes
 from ..training.data import SubwordTokenizer
 from ..training.loss import SequenceObjective
-from ..translation.inference import translate, translate_chunks, attention_record
+from ..translation.inference import translate, translate_chunks, translate_threads, attention_record
 from ..parsing.trees import Tree
 from ..parsing.parser import ParsingVocab, parse, max_words, check_parsing_vocab
 
@@ -52,6 +52,9 @@ class ModelKind:
     serving: type | None = None  # what its trained models are served as (`Translator`, `ConstituencyParser`)
     # (a task's TransformerConfig, at-train's `ModelSpec`) -> its config: an architecture `at-train --model NAME` offers
     adapt: Callable | None = None
+    # (model, tokenizer, inputs, workers, **options) -> what `decode` gives, `workers` batches searched at once
+    # (None: one batch at a time only)
+    decode_threads: Callable | None = None
 
     def serves(self, command: str) -> bool:
         "Whether `command` (at-translate, at-parse) serves models of this kind."
@@ -71,11 +74,14 @@ class ModelKind:
         names its own)."""
         return self.objective(model_config, tokenizer)
 
-    def run(self, model, tokenizer, inputs: list, **options) -> list:
+    def run(self, model, tokenizer, inputs: list, workers: int = 1, **options) -> list:
         """Decode `inputs` with a model of this kind (an ensemble: a list of them): what the command that serves it
-        prints."""
+        prints. `workers` > 1 searches that many batches side by side, with the kind's `decode_threads`."""
         if self.decode is None: raise TypeError(f"a {self.label or self.name} model has no decoding registered")
-        return self.decode(model, tokenizer, inputs, **options)
+        if type(workers) is int and workers == 1: return self.decode(model, tokenizer, inputs, **options)
+        if self.decode_threads is None:
+            raise ValueError(f"workers={workers!r}: a {self.label or self.name} model decodes one batch at a time")
+        return self.decode_threads(model, tokenizer, inputs, workers=workers, **options)
 
     def max_input(self, model) -> int | None:
         "The longest input, in words, this model (an ensemble: its shortest member) takes; None: no limit of its own."
@@ -169,7 +175,8 @@ class Served:
 class Translator(Served):
     "A trained translator: `translate` lines (beam search, §6.1, as its kind decodes), or the `attention` behind one."
     def translate(self, lines: str | list[str], beam_size: int = 4, alpha: float = 0.6, **options) -> list[str]:
-        "One translation per line (`translate`'s options: max_len_a, max_len_b, batch_size, too_long, ...)."
+        """One translation per line (`translate`'s options: max_len_a, max_len_b, batch_size, too_long, ...;
+        `workers=N`: N batches side by side, `translate_threads`)."""
         return self.kind.run(self.model, self.tokenizer, _text(lines), beam_size=beam_size, alpha=alpha, **options)
 
     def translate_chunks(self, lines: Iterable[str], chunk: int = 64, counts=None, **options) -> Iterator[list[str]]:
@@ -221,10 +228,11 @@ def _as_rnn(mcfg: TransformerConfig, options) -> RNNConfig:
 
 TRANSFORMER = ModelKind("transformer", TransformerConfig, make_model, reads="text", command="at-translate",
                         tokenizer=SubwordTokenizer, label="Transformer translator", decode=translate,
-                        check=_translator_vocab, serving=Translator, adapt=_as_transformer)
+                        check=_translator_vocab, serving=Translator, adapt=_as_transformer,
+                        decode_threads=translate_threads)
 RNN = ModelKind("rnn", RNNConfig, make_rnn, reads="text", command="at-translate", tokenizer=SubwordTokenizer,
                 label="recurrent translator", decode=translate, check=_translator_vocab, serving=Translator,
-                adapt=_as_rnn)
+                adapt=_as_rnn, decode_threads=translate_threads)
 SEQ2SEQ_PARSER = ModelKind("seq2seq-parser", TransformerConfig, make_model, reads="words", command="at-parse",
                            tokenizer=ParsingVocab, label="sequence-to-sequence parser", decode=parse, longest=max_words,
                            check=check_parsing_vocab, serving=ConstituencyParser)
