@@ -5,7 +5,6 @@
 # %% ../../nbs/13_inference.ipynb #5e6e5624
 from __future__ import annotations
 import random, warnings
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from typing import Callable, Iterable, Iterator
 import torch
@@ -222,6 +221,8 @@ def attention_record(model: Transformer, tokenizer: SubwordTokenizer, source: st
                 attention={k: [_round_rows(w, scale) for w in v] for k, v in maps.items()})
 
 # %% ../../nbs/35_fast_decoding.ipynb #83e56192
+from concurrent.futures import ThreadPoolExecutor
+
 def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str], # as for `translate`
                       workers: int = 2, # batches searched at once, each on a thread of its own
                       **kw, # `translate`'s settings: beam_size, alpha, batch_size, too_long, progress, ...
