@@ -299,11 +299,25 @@ def test_the_packed_step_is_the_modules_step_bit_for_bit(monkeypatch):
         monkeypatch.setattr(PackedDecoderStep, "__call__", counted)
         fast = beam_search(m.model, src, padding_mask(src, 0), beam_size=k, n_best=k)
         assert len(runs) > 1 and not runs[0] and all(runs[1:])  # the first step projects the memory: the modules
+        monkeypatch.setattr(PackedDecoderStep, "compiled", False)  # its layer loop run as Python
+        python = beam_search(m.model, src, padding_mask(src, 0), beam_size=k, n_best=k)
         monkeypatch.setattr(PackedDecoderStep, "usable", lambda self: False)  # the modules, every step
         slow = beam_search(m.model, src, padding_mask(src, 0), beam_size=k, n_best=k)
-        assert [[(h.tokens, h.score, h.logprob) for h in f] for f in fast] == \
-               [[(h.tokens, h.score, h.logprob) for h in f] for f in slow]
+        key = lambda hyps: [[(h.tokens, h.score, h.logprob) for h in f] for f in hyps]
+        assert key(fast) == key(slow) == key(python)
         monkeypatch.undo(); runs.clear()
+
+@needs_pack
+@pytest.mark.skipif(not hasattr(torch.jit, "script"), reason="this PyTorch has no TorchScript")
+def test_the_step_s_layers_run_compiled():
+    """The packed step's layer loop is compiled by TorchScript, without a warning: a silent fallback to the Python
+    function would give the same numbers, only with Python between the kernels."""
+    import warnings
+    from annotated_transformer.architecture import layers
+    layers._SCRIPTED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(layers._scripted_layers(), torch.jit.ScriptFunction)
 
 @needs_pack
 def test_a_packed_linear_falls_back_where_its_copy_cannot_stand_in():

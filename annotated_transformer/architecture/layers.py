@@ -195,6 +195,9 @@ def pack_linears(model: nn.Module) -> nn.Module: # the same model, its fp32 CPU 
     return model
 
 # %% ../../nbs/35_fast_decoding.ipynb #f2d4bc0f
+import math, threading, warnings
+from typing import List, Optional, Tuple
+
 def _packed_layers(model: nn.Module) -> list | None:
     "Per decoder layer, what `PackedDecoderStep` reads; None unless each layer is one it can run as its modules would."
     layers, out = getattr(getattr(model, "decoder", None), "layers", None), []
@@ -220,11 +223,21 @@ class PackedDecoderStep:
     What the modules look up and check at every call is looked up when the step is made and checked once per step;
     a step returns None where the modules would not read the packed copies (gradients on, a weight changed in place,
     tracing, training mode) or before the memory's keys and values are in the cache."""
+    compiled = True  # its layer loop compiled by TorchScript (False: run as Python; the same numbers)
+
     def __init__(self, model: nn.Module): # a `Transformer`; `self.layers` is None unless it is packed
         self.model, self.layers = model, _packed_layers(model)
         lins = [p for l in self.layers or () for p in l["linears"]]
         self.versions = [(t, v) for p in lins for t, v in zip((p.weight, p.bias), p.versions) if t is not None]
         self.dropouts = [m for l in self.layers or () for m in l["dropouts"]]
+        ls = self.layers or ()  # what `_decoder_layers` reads, in lists: its six products and three norms a layer
+        prods = [p for l in ls for p in (l["qkv"], l["self_out"], l["cross_q"], l["cross_out"], *l["ff"])]
+        self.args = dict(pre_norm=[l["pre_norm"] for l in ls], weights=[w for w, _ in prods],
+                         biases=[b for _, b in prods], norm_w=[n[1] for l in ls for n in l["norms"]],
+                         norm_b=[n[2] for l in ls for n in l["norms"]],
+                         eps=[float(n[3]) for l in ls for n in l["norms"]],
+                         fused=[a.fused for l in ls for a in (l["self_attn"], l["cross_attn"])],
+                         heads=[l["self_attn"].n_heads for l in ls] + [l["cross_attn"].n_heads for l in ls])
 
     def usable(self) -> bool:
         "Whether the modules would read the packed copies now."
@@ -247,23 +260,72 @@ class PackedDecoderStep:
         if N % kv_rows: return None  # the modules say what is wrong
         mask = merge_masks(None, memory_key_padding_mask, N // g, g, S)  # merged once for all layers
         sdpa_mask = to_sdpa_mask(mask)
-        lin = lambda x, p, post="none": torch.ops.mkldnn._linear_pointwise(x, *p, post, [], "")  # `PackedLinear`
-        for l, c in zip(self.layers, cache):
-            (n1, n2, n3), pre_norm = l["norms"], l["pre_norm"]
-            pre = lambda x, n: nn.functional.layer_norm(x, *n) if pre_norm else x  # `EncoderLayer.pre`, `.residual`
-            res = lambda x, a, n: x + a if pre_norm else nn.functional.layer_norm(x + a, *n)
-            sa, ca = l["self_attn"], l["cross_attn"]
-            q, k, v = (sa.split_heads(y) for y in lin(pre(x, n1), l["qkv"]).chunk(3, dim=-1))  # (N, H, 1, Dh) each
-            k, v = sa.project_kv(None, None, c["self"], False, kv=(k, v))  # appended to the cache: (N, H, t+1, Dh)
-            x = res(x, lin(_attend(sa, q, k, v, None, None, 1).transpose(1, 2).reshape(N, 1, -1), l["self_out"]), n1)
-            q = ca.split_heads(lin(pre(x, n2), l["cross_q"]))  # (N, H, 1, Dh)
-            if g > 1: q = q.unflatten(0, (N // g, g)).transpose(1, 2).flatten(2, 3)  # (N/g, H, g, Dh)
-            a = _attend(ca, q, c["cross"]["k"], c["cross"]["v"], mask, sdpa_mask, g)  # (N/g, H, g, Dh)
-            x = res(x, lin(a.transpose(1, 2).reshape(N // g, g, -1).reshape(N, 1, -1), l["cross_out"]), n2)
-            x = res(x, lin(lin(pre(x, n3), l["ff"][0], "relu"), l["ff"][1]), n3)  # (N, 1, D)
+        step = _scripted_layers() if self.compiled else _decoder_layers
+        x, ks, vs = step(x, g, [c["self"]["k"] for c in cache], [c["self"]["v"] for c in cache],
+                         [c["cross"]["k"] for c in cache], [c["cross"]["v"] for c in cache], mask, sdpa_mask,
+                         **self.args)
+        for c, k, v in zip(cache, ks, vs): c["self"]["k"], c["self"]["v"] = k, v  # appended: (N, H, t+1, Dh)
         return m.decoder.norm(x)  # (N, 1, D)
 
-def _attend(mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, sdpa_mask: Tensor | None,
-            g: int) -> Tensor: # (B, H, T, Dh): the kernel `MultiHeadAttention.forward` picks in eval mode on a CPU
-    if mha.fused and g == 1: return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask)
-    return attention(q, k, v, mask, mha.dropout)[0]
+def _decoder_layers(x: Tensor, # (N, 1, D) the step's embedded tokens
+                    g: int, # query rows per memory row (a sentence's beams)
+                    ks: List[Tensor], vs: List[Tensor], # per layer, the cached keys, values (N, H, t, Dh)
+                    mks: List[Tensor], mvs: List[Tensor], # per layer, the memory's keys, values (N/g, H, S, Dh)
+                    mask: Optional[Tensor], sdpa_mask: Optional[Tensor], # the memory's, merged for g rows a memory row
+                    pre_norm: List[bool], # per layer
+                    weights: List[Tensor], biases: List[Optional[Tensor]], # six packed products a layer
+                    norm_w: List[Tensor], norm_b: List[Tensor], eps: List[float], # three norms a layer
+                    fused: List[bool], heads: List[int], # self- then cross-attention: SDPA or written out; heads
+                   ) -> Tuple[Tensor, List[Tensor], List[Tensor]]: # (N, 1, D), and the keys and values with step t
+    """The decoder layers of one step, as the kernels the modules call in eval mode on a CPU, in the same order. Plain
+    Python that TorchScript can compile: compiled, its kernels run one after another without Python between them."""
+    N, D, L = x.size(0), x.size(2), len(ks)
+    no: List[Optional[number]] = []  # `PackedLinear`'s call: no arguments for its post-op
+    new_k: List[Tensor] = []
+    new_v: List[Tensor] = []
+    for i in range(L):
+        w, b, n, H, Hc = weights[6 * i: 6 * i + 6], biases[6 * i: 6 * i + 6], 3 * i, heads[i], heads[L + i]
+        h = nn.functional.layer_norm(x, [D], norm_w[n], norm_b[n], eps[n]) if pre_norm[i] else x  # `.pre`
+        qkv = torch.ops.mkldnn._linear_pointwise(h, w[0], b[0], "none", no, "").chunk(3, dim=-1)
+        q = qkv[0].view(N, 1, H, -1).transpose(1, 2)  # (N, H, 1, Dh): `split_heads`
+        k = torch.cat([ks[i], qkv[1].view(N, 1, H, -1).transpose(1, 2)], dim=2)  # (N, H, t+1, Dh): `project_kv`
+        v = torch.cat([vs[i], qkv[2].view(N, 1, H, -1).transpose(1, 2)], dim=2)
+        new_k.append(k); new_v.append(v)
+        a = _attention_kernel(q, k, v, None, None, fused[i])  # (N, H, 1, Dh)
+        y = torch.ops.mkldnn._linear_pointwise(a.transpose(1, 2).reshape(N, 1, -1), w[1], b[1], "none", no, "")
+        x = x + y if pre_norm[i] else nn.functional.layer_norm(x + y, [D], norm_w[n], norm_b[n], eps[n])  # `.residual`
+        h = nn.functional.layer_norm(x, [D], norm_w[n + 1], norm_b[n + 1], eps[n + 1]) if pre_norm[i] else x
+        q = torch.ops.mkldnn._linear_pointwise(h, w[2], b[2], "none", no, "").view(N, 1, Hc, -1).transpose(1, 2)
+        if g > 1: q = q.unflatten(0, (N // g, g)).transpose(1, 2).flatten(2, 3)  # (N/g, H, g, Dh)
+        a = _attention_kernel(q, mks[i], mvs[i], mask, sdpa_mask, fused[L + i] and g == 1)  # (N/g, H, g, Dh)
+        a = a.transpose(1, 2).reshape(N // g, g, -1).reshape(N, 1, -1)
+        y = torch.ops.mkldnn._linear_pointwise(a, w[3], b[3], "none", no, "")
+        x = x + y if pre_norm[i] else nn.functional.layer_norm(x + y, [D], norm_w[n + 1], norm_b[n + 1], eps[n + 1])
+        h = nn.functional.layer_norm(x, [D], norm_w[n + 2], norm_b[n + 2], eps[n + 2]) if pre_norm[i] else x
+        y = torch.ops.mkldnn._linear_pointwise(torch.ops.mkldnn._linear_pointwise(h, w[4], b[4], "relu", no, ""),
+                                               w[5], b[5], "none", no, "")
+        x = x + y if pre_norm[i] else nn.functional.layer_norm(x + y, [D], norm_w[n + 2], norm_b[n + 2], eps[n + 2])
+    return x, new_k, new_v
+
+def _attention_kernel(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], sdpa_mask: Optional[Tensor],
+                      fused: bool) -> Tensor: # (B, H, T, Dh): what `MultiHeadAttention.forward` computes in eval mode
+    if fused: return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # `attention`, written out; its dropout is off
+    if mask is not None: scores = scores.masked_fill(mask, float("-inf"))
+    return scores.softmax(dim=-1) @ v
+
+_SCRIPTED, _COMPILING = [], threading.Lock()
+
+def _scripted_layers():
+    """`_decoder_layers` compiled by TorchScript, once: the same kernels, and no Python between them, so a step does
+    not wait for Python's lock while other threads search their batches (`translate_threads`). Where TorchScript
+    cannot compile it, the Python function itself (the same numbers)."""
+    with _COMPILING:
+        if not _SCRIPTED:
+            try:
+                with warnings.catch_warnings():  # PyTorch now calls TorchScript deprecated, but `torch.compile` would
+                    warnings.simplefilter("ignore", DeprecationWarning)  # fuse these kernels and change the bits
+                    fn = torch.jit.script(_decoder_layers)
+            except Exception: fn = _decoder_layers
+            _SCRIPTED.append(fn)
+    return _SCRIPTED[0]

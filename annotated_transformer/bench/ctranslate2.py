@@ -188,10 +188,12 @@ def _decoder_main():
             tr, tok = load_ct2(source, ct, *((1, threads) if side_by_side else (threads,)))
             run = lambda lines, kw: ct2_translate(tr, tok, lines, max_len=max_len, **kw)
         else:
-            model, tok = load_model(source, "at-translate", pack=name in ("ours", "ours_modules", "ours_workers"))
+            model, tok = load_model(source, "at-translate", pack=name != "ours_unpacked")
             # the same packed model, every step through its modules: what `PackedDecoderStep` buys, in this process only
             if name == "ours_modules": PackedDecoderStep.usable = lambda self: False
-            search = translate if name != "ours_workers" else (  # `threads` batches at once, one thread each
+            # the kernels' step with its layer loop run as Python: what compiling it buys, in this process only
+            if name == "ours_workers_python": PackedDecoderStep.compiled = False
+            search = translate if not name.startswith("ours_workers") else (  # `threads` batches at once, a thread each
                 lambda *a, **kw: translate_threads(*a, workers=threads, **kw))
             run = lambda lines, kw: search(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
         send("ready")
@@ -246,14 +248,16 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     model, _ = load_model(ck, "at-translate", pack=False)
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
-        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck, "ct2_float32": d,
-                             "ct2_int8": d, "ct2_float32_workers": d}, threads, model.cfg.max_len)
+        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck,
+                             "ours_workers_python": ck, "ct2_float32": d, "ct2_int8": d, "ct2_float32_workers": d},
+                            threads, model.cfg.max_len)
         try:
             kw = dict(alpha=alpha, batch_size=batch_size)
             runs = {"ours": ("ours", dict(beam_size=beam_size, **kw)),  # name -> (decoder, options)
                     "ours_unpacked": ("ours_unpacked", dict(beam_size=beam_size, **kw)),
                     "ours_modules": ("ours_modules", dict(beam_size=beam_size, **kw)),
                     "ours_workers": ("ours_workers", dict(beam_size=beam_size, **kw)),
+                    "ours_workers_python": ("ours_workers_python", dict(beam_size=beam_size, **kw)),
                     "ct2_float32": ("ct2_float32", dict(beam_size=beam_size, **kw)),
                     "ct2_int8": ("ct2_int8", dict(beam_size=beam_size, **kw)),
                     "ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=beam_size, **kw)),
@@ -262,6 +266,7 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                     "greedy_ours_unpacked": ("ours_unpacked", dict(beam_size=1, **kw)),
                     "greedy_ours_modules": ("ours_modules", dict(beam_size=1, **kw)),
                     "greedy_ours_workers": ("ours_workers", dict(beam_size=1, **kw)),
+                    "greedy_ours_workers_python": ("ours_workers_python", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=1, **kw))}
             for e in engines.procs: engines.run(e, lines[:64], beam_size=beam_size, **kw)  # warm-up, untimed
@@ -285,11 +290,14 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     # `threads` batches side by side, one thread each: ours (`translate_threads`) and CTranslate2's (inter_threads)
     res["workers_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_workers"),
                                     beam=same("ours", "ours_workers"))
-    for k in ("ours_workers", "greedy_ours_workers"):
+    # the same, with the kernels' layer loop run as Python instead of compiled by TorchScript
+    res["script_identical"] = dict(greedy=same("greedy_ours_workers", "greedy_ours_workers_python"),
+                                   beam=same("ours_workers", "ours_workers_python"))
+    for k in ("ours_workers", "greedy_ours_workers", "ours_workers_python", "greedy_ours_workers_python"):
         ref = "greedy_ct2_float32_workers" if k.startswith("greedy") else "ct2_float32_workers"
         res[f"{k}_over_ct2_float32_workers"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
-    for k in ("ours", "ours_unpacked", "ours_modules", "ours_workers", "greedy_ours", "greedy_ours_unpacked",
-              "greedy_ours_modules", "greedy_ours_workers"):
+    for k in ("ours", "ours_unpacked", "ours_modules", "ours_workers", "ours_workers_python", "greedy_ours",
+              "greedy_ours_unpacked", "greedy_ours_modules", "greedy_ours_workers", "greedy_ours_workers_python"):
         for ct in ("float32", "int8"):
             ref = f"greedy_ct2_{ct}" if k.startswith("greedy") else f"ct2_{ct}"
             if ref in res: res[f"{k}_over_ct2_{ct}"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
