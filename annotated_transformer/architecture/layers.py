@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 from torch import Tensor
-from .attention import MultiHeadAttention, Dropout, attention, merge_masks, to_sdpa_mask
+from .attention import MultiHeadAttention, Dropout
 
 # %% auto #0
 __all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'PackedFeedForward', 'PackedAttention', 'pack_linears', 'PackedDecoderStep']
@@ -197,6 +197,7 @@ def pack_linears(model: nn.Module) -> nn.Module: # the same model, its fp32 CPU 
 # %% ../../nbs/35_fast_decoding.ipynb #f2d4bc0f
 import math, threading, warnings
 from typing import List, Optional, Tuple
+from .attention import merge_masks, to_sdpa_mask
 
 def _packed_layers(model: nn.Module) -> list | None:
     "Per decoder layer, what `PackedDecoderStep` reads; None unless each layer is one it can run as its modules would."
