@@ -320,6 +320,31 @@ def test_the_step_s_layers_run_compiled():
         assert isinstance(layers._scripted_layers(), torch.jit.ScriptFunction)
 
 @needs_pack
+def test_the_packed_step_follows_each_attention_s_own_kernel():
+    """Layers whose attentions choose different kernels (one written out, the rest SDPA): the packed step still gives
+    the modules' output and cache, bit for bit, greedy and 3 beams sharing a memory row."""
+    from annotated_transformer.architecture.layers import PackedDecoderStep, pack_linears
+    torch.manual_seed(0)
+    m = pack_linears(make_model(TransformerConfig.tiny(src_vocab_size=20, tgt_vocab_size=20)).eval())
+    assert len(m.decoder.layers) >= 2
+    src = torch.randint(3, 20, (4, 7)); src[:, -1] = 2; src[::2, 5:] = 0; src[::2, 4] = 2
+    for attn in (m.decoder.layers[0].cross_attn, m.decoder.layers[1].self_attn, m.decoder.layers[-1].cross_attn):
+        attn.fused = False
+        for K in (1, 3):
+            with torch.no_grad():
+                state = DecoderState(m, m.encode(src, padding_mask(src, 0)), padding_mask(src, 0))
+                state.step(torch.full((4, 1), 1))  # the first step projects the memory (the modules)
+                if K > 1: state.expand(K)
+                tok = torch.randint(3, 20, (4 * K, 1))
+                mods = [{"self": dict(c["self"]), "cross": c["cross"]} for c in state.cache]
+                kern = [{"self": dict(c["self"]), "cross": c["cross"]} for c in state.cache]
+                ref = m.decode(tok, state.memory, state.mask, cache=mods, offset=1)
+                got = PackedDecoderStep(m)(tok, state.mask, kern, 1)
+            assert got is not None and torch.equal(got, ref), (attn, K)
+            assert all(torch.equal(a["self"][n], b["self"][n]) for a, b in zip(mods, kern) for n in "kv")
+        attn.fused = True
+
+@needs_pack
 def test_a_packed_linear_falls_back_where_its_copy_cannot_stand_in():
     "With gradients, in bf16, or after the weight changed in place, it is the plain Linear, bit for bit."
     torch.manual_seed(0)

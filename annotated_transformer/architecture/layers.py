@@ -199,24 +199,34 @@ import math, threading, warnings
 from typing import List, Optional, Tuple
 from .attention import merge_masks, to_sdpa_mask
 
-def _packed_layers(model: nn.Module) -> list | None:
-    "Per decoder layer, what `PackedDecoderStep` reads; None unless each layer is one it can run as its modules would."
-    layers, out = getattr(getattr(model, "decoder", None), "layers", None), []
-    for l in layers if layers is not None else ():
+def _packed_layers(model: nn.Module) -> tuple | None:
+    """What `PackedDecoderStep` reads, over the decoder layers: the loop's arguments in lists (six packed products
+    and three norms a layer; self-attention's kernel choice and heads, then cross-attention's), the Linears whose
+    packed copies they are, the modules whose `training` turns dropout on. None unless each layer is one it can run
+    as its modules would."""
+    layers = getattr(getattr(model, "decoder", None), "layers", None)
+    if not layers: return None
+    args = {k: [] for k in ("pre_norm", "weights", "biases", "norm_w", "norm_b", "eps")}
+    attns, lins, dropouts = ([], []), [], []
+    for l in layers:
         sa, ca, ff = (getattr(l, n, None) for n in ("self_attn", "cross_attn", "ff"))
         if (type(l) is not DecoderLayer or type(sa) is not PackedAttention or type(ca) is not PackedAttention
                 or type(ff) is not PackedFeedForward or sa.qkv is None):
             return None
-        lins = (sa.q_proj, sa.k_proj, sa.v_proj, sa.out_proj, ca.q_proj, ca.out_proj, ff.linear1, ff.linear2)
-        if not all(type(p) is PackedLinear and p.packed is not None for p in lins): return None
-        norm = lambda n: (n.normalized_shape, n.weight, n.bias, n.eps)  # `nn.LayerNorm.forward`'s arguments
-        packed = lambda p: (p.packed, None if p.bias is None else p.bias.detach())  # `PackedLinear.forward`'s
-        out.append(dict(pre_norm=l.norm_first, norms=[norm(n) for n in (l.norm1, l.norm2, l.norm3)],
-                        self_attn=sa, cross_attn=ca, qkv=(sa.qkv, sa.qkv_bias), self_out=packed(sa.out_proj),
-                        cross_q=packed(ca.q_proj), cross_out=packed(ca.out_proj),
-                        ff=(packed(ff.linear1), packed(ff.linear2)), linears=lins,
-                        dropouts=(l, l.dropout, sa, sa.dropout, ca, ca.dropout)))
-    return out or None
+        ps = (sa.out_proj, ca.q_proj, ca.out_proj, ff.linear1, ff.linear2)  # `PackedLinear.forward`'s arguments
+        if not all(type(p) is PackedLinear and p.packed is not None for p in (sa.q_proj, sa.k_proj, sa.v_proj, *ps)):
+            return None
+        args["pre_norm"].append(l.norm_first)
+        args["weights"] += [sa.qkv, *(p.packed for p in ps)]
+        args["biases"] += [sa.qkv_bias, *(None if p.bias is None else p.bias.detach() for p in ps)]
+        for n in (l.norm1, l.norm2, l.norm3):  # `nn.LayerNorm.forward`'s arguments
+            args["norm_w"].append(n.weight); args["norm_b"].append(n.bias); args["eps"].append(float(n.eps))
+        attns[0].append(sa); attns[1].append(ca)
+        lins += [sa.q_proj, sa.k_proj, sa.v_proj, *ps]
+        dropouts += [l, l.dropout, sa, sa.dropout, ca, ca.dropout]
+    args["fused"] = [a.fused for a in attns[0] + attns[1]]  # layer i's self-attention at i, its cross-attention at L + i
+    args["heads"] = [a.n_heads for a in attns[0] + attns[1]]
+    return args, lins, dropouts
 
 class PackedDecoderStep:
     """`model.decode(tok, memory, memory_key_padding_mask, cache=cache, offset=offset)` of a model packed by
@@ -226,23 +236,14 @@ class PackedDecoderStep:
     tracing, training mode) or before the memory's keys and values are in the cache."""
     compiled = True  # its layer loop compiled by TorchScript (False: run as Python; the same numbers)
 
-    def __init__(self, model: nn.Module): # a `Transformer`; `self.layers` is None unless it is packed
-        self.model, self.layers = model, _packed_layers(model)
-        lins = [p for l in self.layers or () for p in l["linears"]]
+    def __init__(self, model: nn.Module): # a `Transformer`; `self.args` is None unless it is packed
+        self.model, found = model, _packed_layers(model)
+        self.args, lins, self.dropouts = found or (None, [], [])  # `_decoder_layers`' arguments, in lists
         self.versions = [(t, v) for p in lins for t, v in zip((p.weight, p.bias), p.versions) if t is not None]
-        self.dropouts = [m for l in self.layers or () for m in l["dropouts"]]
-        ls = self.layers or ()  # what `_decoder_layers` reads, in lists: its six products and three norms a layer
-        prods = [p for l in ls for p in (l["qkv"], l["self_out"], l["cross_q"], l["cross_out"], *l["ff"])]
-        self.args = dict(pre_norm=[l["pre_norm"] for l in ls], weights=[w for w, _ in prods],
-                         biases=[b for _, b in prods], norm_w=[n[1] for l in ls for n in l["norms"]],
-                         norm_b=[n[2] for l in ls for n in l["norms"]],
-                         eps=[float(n[3]) for l in ls for n in l["norms"]],
-                         fused=[a.fused for l in ls for a in (l["self_attn"], l["cross_attn"])],
-                         heads=[l["self_attn"].n_heads for l in ls] + [l["cross_attn"].n_heads for l in ls])
 
     def usable(self) -> bool:
         "Whether the modules would read the packed copies now."
-        return (self.layers is not None and not torch.is_grad_enabled() and not _tracing()
+        return (self.args is not None and not torch.is_grad_enabled() and not _tracing()
                 and all(t._version == v and t.dtype == torch.float32 for t, v in self.versions)
                 and not any(m.training for m in self.dropouts))
 
