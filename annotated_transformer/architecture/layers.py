@@ -224,7 +224,7 @@ def _packed_layers(model: nn.Module) -> tuple | None:
         attns[0].append(sa); attns[1].append(ca)
         lins += [sa.q_proj, sa.k_proj, sa.v_proj, *ps]
         dropouts += [l, l.dropout, sa, sa.dropout, ca, ca.dropout]
-    args["fused"] = [a.fused for a in attns[0] + attns[1]]  # layer i's self-attention at i, its cross-attention at L + i
+    args["fused"] = [a.fused for a in attns[0] + attns[1]]  # layer i's self-attention at i, cross-attention at L + i
     args["heads"] = [a.n_heads for a in attns[0] + attns[1]]
     return args, lins, dropouts
 

@@ -14,7 +14,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..architecture.embeddings import Embeddings, PositionalEncoding
 from ..architecture.model import Encoder, count_parameters
-from ..training.data import default_data_dir, sha256_file
+from ..training.data import default_data_dir, sha256_file, cpuinfo
 from .sentiment_data import DOMAINS, load_sentiment, split_sentiment
 from .sentiment_data import tokenize, Vocab, make_batch
 
@@ -180,9 +180,7 @@ def train_classifier(model: nn.Module, train: list[tuple[list[int], int]],
 # %% ../../nbs/22_attention_classifier.ipynb #1d7afb57
 def run_environment() -> dict:
     "CPU model, logical CPUs, torch threads and versions of this machine (recorded with the results)."
-    cpu = platform.processor()
-    if Path("/proc/cpuinfo").is_file():
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
+    cpu = cpuinfo().get("model name") or platform.processor()
     return dict(cpu=cpu, logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(),
                 omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 torch=torch.__version__, python=platform.python_version())

@@ -19,6 +19,7 @@ from ..engine.checkpoint import load_checkpoint, CheckpointError
 from ..engine.evaluation import run_splits
 from .ctranslate2 import compare_ct2
 from ..engine.runs import short_cpu, cpu_id
+from ..training.data import cpuinfo
 from ..engine.precision import freed_memory_kept
 
 # %% auto #0
@@ -42,13 +43,12 @@ DEFAULT_SHAPES = {("cpu", "tiny"): (8, 12), ("cpu", "multi30k"): (64, 32), ("cpu
 
 # %% ../../nbs/33_bench_suite.ipynb #1d6dbeb8
 def cpu_record() -> dict:
-    """The CPU's model name, family numbers (`cpu_id`) and the flags that decide bf16 speed (amx_bf16, avx512_bf16) from
-    /proc/cpuinfo."""
-    try: info = Path("/proc/cpuinfo").read_text()
-    except OSError: return dict(model=platform.processor() or "unknown")
-    flags = set(next((l.split(":", 1)[1].split() for l in info.splitlines() if l.startswith("flags")), []))
-    model = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "unknown")
-    return dict(model=model, id=cpu_id(info), **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
+    """The CPU's model name, family numbers (`cpu_id`) and the flags that decide bf16 speed (amx_bf16, avx512_bf16):
+    the machine's own, from /proc/cpuinfo, where `$AT_CPU_FLAGS` hides some from `auto` (a held run says so: `isa`)."""
+    fields = cpuinfo()
+    if not fields: return dict(model=platform.processor() or "unknown")
+    model, flags = fields.get("model name", "unknown"), set(fields.get("flags", "").split())
+    return dict(model=model, id=cpu_id(), **{f: f in flags for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx2")})
 
 # %% ../../nbs/33_bench_suite.ipynb #747e0a1b
 def settings(device="cpu", threads: int | None = None) -> dict:

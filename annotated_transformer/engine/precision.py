@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 import torch.nn as nn
 from .config import TrainConfig, COMPILE_MODES
-from ..training.data import atomic_write, default_cache_dir
+from ..training.data import atomic_write, default_cache_dir, cpuinfo
 from ..training.loss import ChunkedLabelSmoothingLoss, HiddenStates
 from ..training.data import warn
 from .runs import hardware
@@ -30,10 +30,8 @@ def cpu_flags() -> set[str]:
     (Linux); an empty set where they cannot be read."""
     forced = os.environ.get("AT_CPU_FLAGS")
     if forced is not None: return set(forced.split())
-    try: text = Path("/proc/cpuinfo").read_text()
-    except OSError: return set()
-    line = next((l for l in text.splitlines() if l.startswith(("flags", "Features"))), "")
-    return set(line.partition(":")[2].split())
+    fields = cpuinfo()
+    return set(fields.get("flags", fields.get("Features", "")).split())  # x86; ARM calls them Features
 
 # %% ../../nbs/26_precision.ipynb #5c3732e1
 def precision_cache_file() -> Path:

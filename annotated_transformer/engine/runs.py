@@ -8,7 +8,7 @@ import contextlib, importlib.util, json, os, platform, re, statistics, subproces
 from pathlib import Path
 import torch
 from .checkpoint import CheckpointError, check_writable
-from ..training.data import warn, atomic_write
+from ..training.data import warn, atomic_write, cpuinfo
 from ..training.data import SubwordTokenizer
 
 # %% auto #0
@@ -59,23 +59,16 @@ def cpu_id(info: str | None = None, # the text of /proc/cpuinfo (None: read it)
           ) -> str | None:
     """The CPU's family, model and stepping numbers ('family 25 model 17 stepping 1'), None where /proc/cpuinfo has
     none: two CPUs with one model name ('AMD EPYC') can be different generations, at different speeds."""
-    if info is None:
-        try: info = Path("/proc/cpuinfo").read_text()
-        except OSError: return None
-    field = lambda name: next((l.split(":", 1)[1].strip() for l in info.splitlines()
-                               if l.split(":", 1)[0].strip() == name), None)
-    fms = [(name, field(key)) for name, key in (("family", "cpu family"), ("model", "model"), ("stepping", "stepping"))]
+    fields = cpuinfo(info)
+    fms = [(name, fields.get(key)) for name, key in (("family", "cpu family"), ("model", "model"), ("stepping", "stepping"))]
     return " ".join(f"{k} {v}" for k, v in fms if v) or None
 
 def hardware() -> dict:
     "CPU model and family numbers, core count, torch threads, GPU (if any) and library versions of this machine."
-    cpu, info = platform.processor(), None
-    if Path("/proc/cpuinfo").is_file():
-        info = Path("/proc/cpuinfo").read_text()
-        cpu = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), cpu)
+    cpu = cpuinfo().get("model name") or platform.processor()
     try: import sacrebleu; sb = sacrebleu.__version__
     except ImportError: sb = None
-    return dict(cpu=cpu, cpu_id=cpu_id(info), logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+    return dict(cpu=cpu, cpu_id=cpu_id(), logical_cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, torch=torch.__version__,
                 sacrebleu=sb, python=platform.python_version())
 

@@ -12,7 +12,7 @@ from fastcore.basics import patch
 import sentencepiece as spm
 
 # %% auto #0
-__all__ = ['copy_task_pairs', 'SubwordTokenizer', 'encode_pairs', 'MAX_LINE_BYTES', 'iter_lines', 'read_lines', 'in_chunks', 'read_json', 'Corpus', 'read_parallel', 'warn', 'atomic_write', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'new_directory', 'skip_rest_without']
+__all__ = ['copy_task_pairs', 'SubwordTokenizer', 'encode_pairs', 'MAX_LINE_BYTES', 'iter_lines', 'read_lines', 'in_chunks', 'read_json', 'Corpus', 'read_parallel', 'warn', 'atomic_write', 'default_data_dir', 'default_cache_dir', 'sha256_file', 'fetch', 'new_directory', 'cpuinfo', 'skip_rest_without']
 
 # %% ../../nbs/06_data.ipynb #3a59abfe
 def copy_task_pairs(n: int, # number of pairs
@@ -301,6 +301,19 @@ def new_directory(directory: str | Path):
             except OSError: break
         raise
 
+
+# %% ../../nbs/36_data_files.ipynb #11f07d25
+def cpuinfo(text: str | None = None, # the text of /proc/cpuinfo (None: read it)
+           ) -> dict[str, str]: # field -> value: 'model name', 'cpu family', 'model', 'stepping', 'flags', ...
+    "Each field of /proc/cpuinfo with its first value (the first processor's); empty where it cannot be read."
+    if text is None:
+        try: text = Path("/proc/cpuinfo").read_text()
+        except OSError: return {}
+    fields = {}
+    for line in text.splitlines():
+        key, colon, value = line.partition(":")
+        if colon: fields.setdefault(key.strip(), value.strip())
+    return fields
 
 # %% ../../nbs/36_data_files.ipynb #b08bfd81
 def skip_rest_without(load: Callable, # reads (or downloads) what the rest of the notebook needs; OSError when it cannot
