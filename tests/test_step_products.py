@@ -22,6 +22,19 @@ def test_bad_arguments_are_one_line(args, says):
     assert "Traceback" not in r.stderr
 
 
+def test_an_empty_or_short_test_file_is_one_line(tmp_path):
+    "Fewer than 32 sentences (an empty file, or --sentences 5): one line naming the file, exit 1, nothing written."
+    (tmp_path / "multi30k").mkdir()
+    with gzip.open(tmp_path / "multi30k" / "test_2016_flickr.de.gz", "wt") as f: f.write("")
+    for args in (["--data-dir", str(tmp_path)], ["--sentences", "5"]):
+        if "--sentences" in args and not TEST2016.is_file(): continue
+        r = subprocess.run([sys.executable, str(REPO / "tools" / "step_products.py"), *args, "--out", "never.json"],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and "at least 32 are needed" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert not (REPO / "results" / "bench" / "never.json").exists()
+
+
 @pytest.mark.skipif(not can_pack(), reason="this PyTorch has no oneDNN packed linear kernel")
 @pytest.mark.skipif(not TEST2016.is_file(), reason="no Multi30k test2016 in the data folder")
 def test_the_record_times_the_step_s_products_and_steps(monkeypatch):

@@ -23,23 +23,23 @@ ROWS = 32  # the benchmark's batch: greedy decoding's rows while no sentence has
 
 
 def step_products(model) -> list:
-    "The packed products of one decoder step, in the order `PackedDecoderStep` runs them: (name, weight, bias, K, N)."
-    out = []
-    for i, l in enumerate(model.decoder.layers):
-        sa, ca, ff = l.self_attn, l.cross_attn, l.ff
-        out.append((f"{i}.qkv", sa.qkv, sa.qkv_bias, sa.q_proj.in_features, 3 * sa.q_proj.out_features))
-        for name, p in (("self_out", sa.out_proj), ("cross_q", ca.q_proj), ("cross_out", ca.out_proj),
-                        ("ff1", ff.linear1), ("ff2", ff.linear2)):
-            out.append((f"{i}.{name}", p.packed, p.bias.detach(), p.in_features, p.out_features))
+    """The packed products of one decoder step as `PackedDecoderStep` reads them, in its order, then the output
+    projection: (name, weight, bias, K, N, post-op)."""
+    args = PackedDecoderStep(model).args
+    if args is None: raise ValueError("the model is not packed: its step runs through its modules")
+    names = ("qkv", "self_out", "cross_q", "cross_out", "ff1", "ff2")  # six a layer, as `_decoder_layers` runs them
+    out = [(f"{i // 6}.{names[i % 6]}", w, b, w.size(1), w.size(0), "relu" if names[i % 6] == "ff1" else "none")
+           for i, (w, b) in enumerate(zip(args["weights"], args["biases"]))]
     g = model.generator
-    return out + [("generator", g.packed, None if g.bias is None else g.bias.detach(), g.in_features, g.out_features)]
+    return out + [("generator", g.packed, None if g.bias is None else g.bias.detach(), g.in_features, g.out_features,
+                   "none")]
 
 
 def time_products(prods, passes: int) -> dict:
     """The products in turn (the best of `passes`; the decoder layers' alone, before the output projection), and each
     one repeated with its weight in cache (the best of 5)."""
     xs = {k: torch.randn(ROWS, 1, k) for k in {p[3] for p in prods}}
-    run = lambda p: torch.ops.mkldnn._linear_pointwise(xs[p[3]], p[1], p[2], "none", [], "")
+    run = lambda p: torch.ops.mkldnn._linear_pointwise(xs[p[3]], p[1], p[2], p[5], [], "")
     flops = sum(2 * ROWS * p[3] * p[4] for p in prods)
     with torch.no_grad():
         for _ in range(3): [run(p) for p in prods]
@@ -86,6 +86,9 @@ def run(a) -> int:
     src = Path(a.data_dir or default_data_dir()) / "multi30k" / "test_2016_flickr.de.gz"
     try: lines = gzip.open(src, "rt", encoding="utf-8").read().splitlines()[: a.sentences]
     except OSError as e: raise ValueError(f"{src}: {e.strerror or e} (--data-dir: the folder holding multi30k/)") from None
+    if len(lines) < ROWS:  # the first step of the first batch must have all its rows
+        raise ValueError(f"{src}: {len(lines)} sentences read; the step is timed at {ROWS} rows, so at least {ROWS} "
+                         "are needed (--sentences)")
     tr = load_model(a.checkpoint, "at-translate")
     prods = step_products(tr.model)
     res = dict(settings=settings("cpu"), checkpoint=str(a.checkpoint), command=" ".join(sys.argv),
