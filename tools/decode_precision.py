@@ -11,17 +11,17 @@ Every variant runs each step through the modules (`PackedDecoderStep` is a step 
 so that the times compare the products. Writes results/bench/NAME.json (default decode-precision-<cpu>.json). Needs
 quiet cores: nothing else should run beside it.
 """
-import argparse, gzip, sys, time, warnings
+import argparse, sys, time, warnings
 from pathlib import Path
 import torch
 from torch import nn
 from annotated_transformer.architecture.layers import PackedAttention, PackedDecoderStep, PackedLinear
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.engine.loading import load_model
-from annotated_transformer.training.data import default_data_dir
 from annotated_transformer.translation.inference import bleu_scores
 from live_parity import positive_int  # tools/, beside this file
 from step_phases import out_name, write
+from step_products import test2016
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = {"encoder": ("encoder.",), "decoder": ("decoder.",), "generator": ("generator",),
@@ -69,17 +69,10 @@ def variant(name: str, checkpoint):
 
 def run(a) -> int:
     torch.set_num_threads(1)
-    d = Path(a.data_dir or default_data_dir()) / "multi30k"
-    texts = {}
-    for lang in ("de", "en"):
-        f = d / f"test_2016_flickr.{lang}.gz"
-        try: texts[lang] = gzip.open(f, "rt", encoding="utf-8").read().splitlines()[: a.sentences]
-        except OSError as e:
-            raise ValueError(f"{f}: {e.strerror or e} (--data-dir: the folder holding multi30k/)") from None
-    src, refs = texts["de"], texts["en"]
+    (f, src), (_, refs) = (test2016(a.data_dir, lang, a.sentences) for lang in ("de", "en"))
     if not src or len(src) != len(refs):
-        raise ValueError(f"{d}: {len(src)} German and {len(refs)} English test2016 lines; expected the same number, "
-                         "at least one")
+        raise ValueError(f"{f.parent}: {len(src)} German and {len(refs)} English test2016 lines; expected the same "
+                         "number, at least one")
     step = PackedDecoderStep.usable
     PackedDecoderStep.usable = lambda self: False  # every variant through its modules
     try:

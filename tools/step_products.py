@@ -8,13 +8,13 @@ without the output projection) of a real greedy search over test2016, by the num
 
 Writes results/bench/NAME.json (default step-products-<cpu>.json). Needs quiet cores: nothing else should run beside it.
 """
-import argparse, gzip, json, statistics, sys, time
+import argparse, statistics, sys, time
 from pathlib import Path
 import torch
 from annotated_transformer.architecture.layers import PackedDecoderStep
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.engine.loading import load_model
-from annotated_transformer.training.data import default_data_dir
+from annotated_transformer.training.data import default_data_dir, read_lines
 from live_parity import positive_int  # tools/, beside this file
 from step_phases import out_name, write
 
@@ -81,11 +81,15 @@ def greedy_steps(tr, lines: list[str]) -> dict:
     return dict(sentences=len(lines), wall_s=wall, steps=len(rec), steps_s=sum(s for _, s in rec), rows=bands)
 
 
+def test2016(data_dir, lang: str, n: int) -> tuple[Path, list[str]]:
+    "test2016's `lang` side in the data folder (its multi30k/, default: the project's): its path and first `n` lines."
+    f = Path(data_dir or default_data_dir()) / "multi30k" / f"test_2016_flickr.{lang}.gz"
+    return f, read_lines(f, "--data-dir: the folder holding multi30k/")[:n]
+
+
 def run(a) -> int:
     torch.set_num_threads(1)
-    src = Path(a.data_dir or default_data_dir()) / "multi30k" / "test_2016_flickr.de.gz"
-    try: lines = gzip.open(src, "rt", encoding="utf-8").read().splitlines()[: a.sentences]
-    except OSError as e: raise ValueError(f"{src}: {e.strerror or e} (--data-dir: the folder holding multi30k/)") from None
+    src, lines = test2016(a.data_dir, "de", a.sentences)
     if len(lines) < ROWS:  # the first step of the first batch must have all its rows
         raise ValueError(f"{src}: {len(lines)} sentences read; the step is timed at {ROWS} rows, so at least {ROWS} "
                          "are needed (--sentences)")
@@ -96,7 +100,8 @@ def run(a) -> int:
     res["greedy"] = greedy_steps(tr, lines)
     write(res, a.out or f"step-products-{res['settings']['cpu']['id'].replace(' ', '')}.json")
     al, g = res["products"], res["greedy"]["rows"]["28-32"]
-    print(f"a step's decoder products in turn {al['layers_in_turn_ms']:.2f} ms ({al['in_turn_gflops']:.1f} GFLOP/s with "
+    print(f"a step's decoder products in turn {al['layers_in_turn_ms']:.2f} ms "
+          f"({al['in_turn_gflops']:.1f} GFLOP/s with "
           f"the output projection, {al['hot_gflops']:.1f} hot); a greedy step of 28-32 rows {g['median_ms']:.2f} ms")
     return 0
 
@@ -104,7 +109,8 @@ def run(a) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default=str(ROOT / "pretrained" / "multi30k-de-en"))
-    ap.add_argument("--data-dir", default=None, help="the folder holding multi30k/ (default: the project's data folder)")
+    ap.add_argument("--data-dir", default=None,
+                    help="the folder holding multi30k/ (default: the project's data folder)")
     ap.add_argument("--sentences", type=positive_int, default=1000, help="test2016 sentences for the greedy search")
     ap.add_argument("--passes", type=positive_int, default=30, help="timed passes over the step's products")
     ap.add_argument("--out", type=out_name, default=None, help="a file name under results/bench/")
