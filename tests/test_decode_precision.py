@@ -13,6 +13,7 @@ from annotated_transformer.training.data import default_data_dir  # noqa: E402
 
 TEST2016 = default_data_dir() / "multi30k" / "test_2016_flickr.de.gz"
 needs_pack = pytest.mark.skipif(not can_pack(), reason="this PyTorch has no oneDNN packed linear kernel")
+needs_bf16 = pytest.mark.skipif(not dp.bf16_packs(), reason="oneDNN has no bf16 products on this CPU (AVX2 alone)")
 
 
 @pytest.mark.parametrize("args, says", [(["--passes", "0"], "--passes: 0 is less than 1"),
@@ -39,7 +40,7 @@ def test_an_empty_test_file_is_one_line(tmp_path):
     assert not (REPO / "results" / "bench" / "never.json").exists()
 
 
-@needs_pack
+@needs_bf16
 def test_a_bf16_product_is_the_fp32_one_to_bf16_rounding():
     "Bf16Linear computes what its Linear does, to bf16's precision, ReLU and all; its weight is not the Linear's."
     torch.manual_seed(0)
@@ -54,7 +55,7 @@ def test_a_bf16_product_is_the_fp32_one_to_bf16_rounding():
         torch.testing.assert_close(b(x, relu=True), torch.relu(ref), rtol=0.02, atol=0.02)
 
 
-@needs_pack
+@needs_bf16
 def test_each_part_s_products_are_replaced():
     "The shipped translator: 18 encoder products, 30 decoder-layer products, the output projection; all 49."
     counts = {p: dp.bf16_products(dp.load_model(dp.ROOT / "pretrained" / "multi30k-de-en", "at-translate").model, p)
@@ -62,7 +63,7 @@ def test_each_part_s_products_are_replaced():
     assert counts == {"encoder": 18, "decoder": 30, "generator": 1, "all": 49}
 
 
-@needs_pack
+@needs_bf16
 @pytest.mark.skipif(not TEST2016.is_file(), reason="no Multi30k test2016 in the data folder")
 def test_the_record_compares_every_variant_with_fp32(monkeypatch):
     got = {}
@@ -79,3 +80,16 @@ def test_the_record_compares_every_variant_with_fp32(monkeypatch):
     for rec in v.values():
         for s in ("greedy", "beam"):
             assert 0 <= rec[s]["identical_to_fp32"] <= 1 and rec[s]["seconds"] > 0 and rec[s]["bleu"] > 0
+
+
+@pytest.mark.skipif(not TEST2016.is_file(), reason="no Multi30k test2016 in the data folder")
+def test_without_bf16_products_fp32_and_int8_still_run(monkeypatch, capsys):
+    "Where oneDNN has no bf16 products (AVX2 alone): one line says so, and the record holds fp32 and int8."
+    got = {}
+    monkeypatch.setattr(dp, "write", lambda res, name: got.update(res=res))
+    monkeypatch.setattr(dp, "bf16_packs", lambda: False)
+    threads = torch.get_num_threads()
+    try: assert dp.main(["--sentences", "40", "--passes", "1", "--out", "t.json"]) == 0
+    finally: torch.set_num_threads(threads)
+    assert list(got["res"]["variants"]) == ["fp32", "int8"] and got["res"]["bf16_left_out"] is True
+    assert "no bf16 products" in capsys.readouterr().err

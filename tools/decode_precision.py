@@ -3,7 +3,7 @@ thread (nbs/33_bench_suite.ipynb, *Decoding against CTranslate2*): test2016 tran
 every product in fp32 (as served), with the products of one part of the model (the encoder, the decoder layers, the
 output projection) or of all three in bf16 (inputs, weights and results rounded to bf16, the sums in fp32), and with
 torch's dynamic int8 quantization of every Linear; for each, the share of translations identical to fp32's, BLEU, and
-the time of a search.
+the time of a search. Where oneDNN has no bf16 products (AVX2 alone), the bf16 variants are left out and said so.
 
     OMP_NUM_THREADS=1 python tools/decode_precision.py --out NAME.json
 
@@ -15,7 +15,7 @@ import argparse, sys, time, warnings
 from pathlib import Path
 import torch
 from torch import nn
-from annotated_transformer.architecture.layers import PackedAttention, PackedDecoderStep, PackedLinear
+from annotated_transformer.architecture.layers import PackedAttention, PackedDecoderStep, PackedLinear, can_pack
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.engine.loading import load_model
 from annotated_transformer.translation.inference import bleu_scores
@@ -26,6 +26,13 @@ from step_products import test2016
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = {"encoder": ("encoder.",), "decoder": ("decoder.",), "generator": ("generator",),
          "all": ("encoder.", "decoder.", "generator")}  # bf16 variants: the products under these module names
+
+
+def bf16_packs() -> bool:
+    """Whether oneDNN here runs packed products in bf16: it needs avx512bw, avx512vl and avx512dq, or avx_ne_convert
+    (not there on a CPU with AVX2 alone, nor with the libraries held to AVX2)."""
+    check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    return can_pack() and check is not None and bool(check())
 
 
 class Bf16Linear(nn.Module):
@@ -78,7 +85,12 @@ def run(a) -> int:
     try:
         out, res = {}, dict(settings=settings("cpu"), checkpoint=str(a.checkpoint), command=" ".join(sys.argv),
                             sentences=len(src), batch_size=32, variants={})
-        for name in ("fp32", *(f"bf16-{p}" for p in PARTS), "int8"):
+        bf16 = [f"bf16-{p}" for p in PARTS] if bf16_packs() else []
+        res["bf16_left_out"] = not bf16
+        if not bf16:
+            print("decode_precision.py: this CPU's oneDNN has no bf16 products (avx512bw, avx512vl and avx512dq, or "
+                  "avx_ne_convert): fp32 and int8 alone", file=sys.stderr)
+        for name in ("fp32", *bf16, "int8"):
             tr, n = variant(name, a.checkpoint)
             rec = res["variants"][name] = dict(bf16_products=n)
             for search, k in (("greedy", 1), ("beam", 4)):
