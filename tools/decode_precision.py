@@ -11,7 +11,7 @@ Every variant runs each step through the modules (`PackedDecoderStep` is a step 
 so that the times compare the products. Writes results/bench/NAME.json (default decode-precision-<cpu>.json). Needs
 quiet cores: nothing else should run beside it.
 """
-import argparse, sys, time, warnings
+import sys, time, warnings
 from pathlib import Path
 import torch
 from torch import nn
@@ -20,8 +20,8 @@ from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.engine.loading import load_model
 from annotated_transformer.translation.inference import bleu_scores
 from live_parity import positive_int  # tools/, beside this file
-from step_phases import out_name, write
-from step_products import test2016
+from step_phases import write
+from step_products import run_or_say, test2016, test2016_args
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = {"encoder": ("encoder.",), "decoder": ("decoder.",), "generator": ("generator",),
@@ -111,17 +111,9 @@ def run(a) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", default=str(ROOT / "pretrained" / "multi30k-de-en"))
-    ap.add_argument("--data-dir", default=None,
-                    help="the folder holding multi30k/ (default: the project's data folder)")
-    ap.add_argument("--sentences", type=positive_int, default=1000, help="test2016 sentences translated")
+    ap = test2016_args(__doc__, "test2016 sentences translated")
     ap.add_argument("--passes", type=positive_int, default=2, help="timed searches of each variant (the fastest kept)")
-    ap.add_argument("--out", type=out_name, default=None, help="a file name under results/bench/")
-    a = ap.parse_args(argv)
-    try: return run(a)
-    except (OSError, ValueError) as e:
-        print(f"decode_precision.py: {e}", file=sys.stderr); return 1
+    return run_or_say("decode_precision.py", run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

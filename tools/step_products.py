@@ -106,18 +106,29 @@ def run(a) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def test2016_args(doc: str, sentences: str) -> argparse.ArgumentParser:
+    """The command line these test2016 tools share (this one, decode_precision.py, side_by_side.py): the checkpoint,
+    the data folder, the number of sentences and the output name; each adds its own after."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--checkpoint", default=str(ROOT / "pretrained" / "multi30k-de-en"))
     ap.add_argument("--data-dir", default=None,
                     help="the folder holding multi30k/ (default: the project's data folder)")
-    ap.add_argument("--sentences", type=positive_int, default=1000, help="test2016 sentences for the greedy search")
-    ap.add_argument("--passes", type=positive_int, default=30, help="timed passes over the step's products")
+    ap.add_argument("--sentences", type=positive_int, default=1000, help=sentences)
     ap.add_argument("--out", type=out_name, default=None, help="a file name under results/bench/")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def run_or_say(tool: str, run, a, errors=(OSError, ValueError)) -> int:
+    "`run(a)`; an error of the kinds given is one line on stderr, naming the tool, and exit status 1."
     try: return run(a)
-    except (OSError, ValueError) as e:
-        print(f"step_products.py: {e}", file=sys.stderr); return 1
+    except errors as e:
+        print(f"{tool}: {e}", file=sys.stderr); return 1
+
+
+def main(argv=None) -> int:
+    ap = test2016_args(__doc__, "test2016 sentences for the greedy search")
+    ap.add_argument("--passes", type=positive_int, default=30, help="timed passes over the step's products")
+    return run_or_say("step_products.py", run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":
