@@ -460,13 +460,10 @@ def test_beam_search_keeps_one_memory_row_per_sentence():
         ys = torch.randint(3, 20, (4, 3))
         torch.testing.assert_close(state.step(ys), ref.step(ys), rtol=0, atol=1e-5)
 
-@pytest.mark.parametrize("side", ["translate_threads", "translate_processes"])
-def test_batches_side_by_side_give_translate_s_translations(side):
-    """`translate_threads` and `translate_processes` search `workers` batches at once, one torch thread each (threads
-    of this process, or forked processes): the translations `translate` gives on one thread, in input order, progress
-    in batch order; bad workers refused; an error in a worker seen by the caller; torch's thread count restored."""
-    import annotated_transformer.translation.inference as inference
-    translate_threads = getattr(inference, side)  # the name the checks below use for either
+def test_batches_side_by_side_give_translate_s_translations():
+    """`translate_threads` searches `workers` batches at once, one torch thread each: the translations `translate`
+    gives on one thread, in input order, progress in batch order; bad workers refused; torch's thread count restored."""
+    from annotated_transformer.translation.inference import translate_threads
     m = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate")
     lines = ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.", "", "Zwei Hunde spielen im Schnee.",
              "Eine Frau liest ein Buch auf einer Bank im Park.", "Ein Kind.", "Drei Leute sitzen vor einem Café."] * 2
@@ -486,19 +483,6 @@ def test_batches_side_by_side_give_translate_s_translations(side):
             translate_threads(m.model, m.tokenizer, lines, batch_size=2, beam_size=0)
         assert torch.get_num_threads() == 2
     finally: torch.set_num_threads(threads)
-
-def test_forked_workers_end_with_the_call():
-    """`translate_processes` leaves no process behind, whether the search ends, a worker fails or the caller stops it
-    between batches (its progress callback here; Ctrl-C alike)."""
-    import multiprocessing
-    from annotated_transformer.translation.inference import translate_processes
-    m = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate")
-    def stop(n): raise KeyboardInterrupt
-    for kw, error in ((dict(), None), (dict(beam_size=0), ValueError), (dict(progress=stop), KeyboardInterrupt)):
-        if error is None: assert len(translate_processes(m.model, m.tokenizer, ["Ein Kind."] * 6, batch_size=1)) == 6
-        else:
-            with pytest.raises(error): translate_processes(m.model, m.tokenizer, ["Ein Kind."] * 30, batch_size=1, **kw)
-        assert multiprocessing.active_children() == [], kw
 
 def test_an_error_drops_the_batches_not_begun(monkeypatch):
     """An error in a batch, or in the caller's thread between batches (here its progress callback; Ctrl-C alike),

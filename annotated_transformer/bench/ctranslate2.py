@@ -10,8 +10,7 @@ import torch
 from ..architecture.model import Transformer
 from ..training.data import SubwordTokenizer
 from ..engine.checkpoint import Checkpoint, load_checkpoint
-from ..translation.inference import (encode_sources, translate, translate_threads,
-                                                          translate_processes, bleu_scores)
+from ..translation.inference import encode_sources, translate, translate_threads, bleu_scores
 from ..engine.loading import load_model
 from ..architecture.layers import PackedDecoderStep
 from ..training.decode import length_penalty
@@ -194,10 +193,8 @@ def _decoder_main():
             if name == "ours_modules": PackedDecoderStep.usable = lambda self: False
             # the kernels' step with its layer loop run as Python: what compiling it buys, in this process only
             if name == "ours_workers_python": PackedDecoderStep.compiled = False
-            # `threads` batches at once, one thread each: on threads of this process, or in processes forked from it
-            side = {"ours_workers": translate_threads, "ours_workers_python": translate_threads,
-                    "ours_processes": translate_processes}.get(name)
-            search = translate if side is None else lambda *a, **kw: side(*a, workers=threads, **kw)
+            search = translate if not name.startswith("ours_workers") else (  # `threads` batches at once, a thread each
+                lambda *a, **kw: translate_threads(*a, workers=threads, **kw))
             run = lambda lines, kw: search(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
         send("ready")
         while (req := pickle.load(pipe_in)) is not None:
@@ -252,7 +249,7 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
         engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck,
-                             "ours_workers_python": ck, "ours_processes": ck, "ct2_float32": d, "ct2_int8": d, "ct2_float32_workers": d},
+                             "ours_workers_python": ck, "ct2_float32": d, "ct2_int8": d, "ct2_float32_workers": d},
                             threads, model.cfg.max_len)
         try:
             kw = dict(alpha=alpha, batch_size=batch_size)
@@ -261,7 +258,6 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                     "ours_modules": ("ours_modules", dict(beam_size=beam_size, **kw)),
                     "ours_workers": ("ours_workers", dict(beam_size=beam_size, **kw)),
                     "ours_workers_python": ("ours_workers_python", dict(beam_size=beam_size, **kw)),
-                    "ours_processes": ("ours_processes", dict(beam_size=beam_size, **kw)),
                     "ct2_float32": ("ct2_float32", dict(beam_size=beam_size, **kw)),
                     "ct2_int8": ("ct2_int8", dict(beam_size=beam_size, **kw)),
                     "ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=beam_size, **kw)),
@@ -271,7 +267,6 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                     "greedy_ours_modules": ("ours_modules", dict(beam_size=1, **kw)),
                     "greedy_ours_workers": ("ours_workers", dict(beam_size=1, **kw)),
                     "greedy_ours_workers_python": ("ours_workers_python", dict(beam_size=1, **kw)),
-                    "greedy_ours_processes": ("ours_processes", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=1, **kw))}
             for e in engines.procs: engines.run(e, lines[:64], beam_size=beam_size, **kw)  # warm-up, untimed
@@ -298,16 +293,11 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     # the same, with the kernels' layer loop run as Python instead of compiled by TorchScript
     res["script_identical"] = dict(greedy=same("greedy_ours_workers", "greedy_ours_workers_python"),
                                    beam=same("ours_workers", "ours_workers_python"))
-    # the same, each batch searched by a forked process of one thread (`translate_processes`)
-    res["processes_identical"] = dict(greedy=same("greedy_ours", "greedy_ours_processes"),
-                                      beam=same("ours", "ours_processes"))
-    for k in ("ours_workers", "greedy_ours_workers", "ours_workers_python", "greedy_ours_workers_python",
-              "ours_processes", "greedy_ours_processes"):
+    for k in ("ours_workers", "greedy_ours_workers", "ours_workers_python", "greedy_ours_workers_python"):
         ref = "greedy_ct2_float32_workers" if k.startswith("greedy") else "ct2_float32_workers"
         res[f"{k}_over_ct2_float32_workers"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
-    for k in ("ours", "ours_unpacked", "ours_modules", "ours_workers", "ours_workers_python", "ours_processes",
-              "greedy_ours", "greedy_ours_unpacked", "greedy_ours_modules", "greedy_ours_workers",
-              "greedy_ours_workers_python", "greedy_ours_processes"):
+    for k in ("ours", "ours_unpacked", "ours_modules", "ours_workers", "ours_workers_python", "greedy_ours",
+              "greedy_ours_unpacked", "greedy_ours_modules", "greedy_ours_workers", "greedy_ours_workers_python"):
         for ct in ("float32", "int8"):
             ref = f"greedy_ct2_{ct}" if k.startswith("greedy") else f"ct2_{ct}"
             if ref in res: res[f"{k}_over_ct2_{ct}"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]

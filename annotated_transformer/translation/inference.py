@@ -15,7 +15,7 @@ from ..training.data import SubwordTokenizer, in_chunks
 from ..training.decode import beam_search
 
 # %% auto #0
-__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'translate_threads', 'translate_processes']
+__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'translate_threads']
 
 # %% ../../nbs/13_inference.ipynb #8959a43f
 def encode_sources(tokenizer: SubwordTokenizer, lines: list[str], max_len: int, # the model's positional table size
@@ -237,31 +237,3 @@ def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: li
         with ThreadPoolExecutor(workers, thread_name_prefix="translate") as pool:
             return translate(model, tokenizer, lines, map_batches=pool.map, **kw)
     finally: torch.set_num_threads(threads)
-
-# %% ../../nbs/35_fast_decoding.ipynb #171f06a4
-import multiprocessing
-
-_SEARCH = []  # in a forked worker: the search of the `translate` call that forked it (inherited, never pickled)
-
-def _start_worker(search): torch.set_num_threads(1); _SEARCH[:] = [search]
-
-def _search_batch(idx: list[int]): return _SEARCH[0](idx)
-
-def translate_processes(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str], # as for `translate`
-                        workers: int = 2, # batches searched at once, each by a process of its own on one thread
-                        **kw, # `translate`'s settings: beam_size, alpha, batch_size, too_long, progress, ...
-                       ) -> list[str]: # what `translate` returns
-    "`translate`, with `workers` batches searched side by side by processes forked from this one, sharing no Python."
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r}: expected an integer >= 1")
-    if "map_batches" in kw: raise TypeError("translate_processes: map_batches is its own (a process pool's map)")
-    dev = next(model.parameters()).device
-    if dev.type != "cpu":
-        raise ValueError(f"translate_processes: the model is on {dev}; forked workers search on the CPU "
-                         "(translate_threads searches side by side on any device)")
-    if "fork" not in multiprocessing.get_all_start_methods():
-        raise ValueError("translate_processes: this system cannot fork processes; translate_threads searches side by side")
-    def map_batches(search, batches): # the batches' hypotheses in order, each as soon as it and those before are found
-        with multiprocessing.get_context("fork").Pool(workers, _start_worker, (search,)) as pool:  # ended on any exit
-            yield from pool.imap(_search_batch, batches)
-    return translate(model, tokenizer, lines, map_batches=map_batches, **kw)
