@@ -1,5 +1,5 @@
 "tools/side_by_side.py: our search and CTranslate2's, one worker and two (33_bench_suite); its halves, its record, bad arguments."
-import gzip, subprocess, sys
+import gzip, multiprocessing, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -55,7 +55,7 @@ def test_the_halves_are_translate_s_batches_taken_in_turn():
 @pytest.mark.slow
 @pytest.mark.skipif(not TEST2016.is_file(), reason="no Multi30k test2016 in the data folder")
 def test_the_record_has_every_decoder_and_the_same_translations(monkeypatch):
-    "Five decoders for greedy and beam 4, ours the same translations every way, and the gains from their rates."
+    "Six decoders for greedy and beam 4, ours the same translations every way, and the gains from their rates."
     pytest.importorskip("ctranslate2")
     got = {}
     monkeypatch.setattr(sbs, "write", lambda res, name: got.update(res=res, name=name))
@@ -64,7 +64,9 @@ def test_the_record_has_every_decoder_and_the_same_translations(monkeypatch):
     assert got["name"] == "t.json" and res["sentences"] == 70 and set(res["searches"]) == {"greedy", "beam"}
     for name, r in res["searches"].items():
         rate = r["sentences_per_s"]
-        assert set(rate) == {"ours", "ours_workers", "ours_processes", "ct2_float32", "ct2_float32_workers"}
-        assert r["identical_to_one_thread"] == {"ours_workers": 1.0, "ours_processes": 1.0}
+        assert set(rate) == {"ours", "ours_workers", "ours_processes", "ours_pool_per_call", "ct2_float32",
+                             "ct2_float32_workers"}
+        assert r["identical_to_one_thread"] == {"ours_workers": 1.0, "ours_processes": 1.0, "ours_pool_per_call": 1.0}
+        assert multiprocessing.active_children() == []  # the pools forked for each pass are gone
         assert r["ours_processes_gain"] == pytest.approx(rate["ours_processes"] / rate["ours"])
         assert r["ct2_gain"] == pytest.approx(rate["ct2_float32_workers"] / rate["ct2_float32"])

@@ -2,24 +2,39 @@
 CTranslate2*): the shipped Multi30k translator on test2016, batch 32, greedy and beam 4, each decoder in a process of
 its own and the passes alternated, as in the `ct2` benchmark. Ours runs on one thread, as two workers on one thread
 each in one process (`translate_threads`, sharing Python's lock), and as two processes of one thread, each searching
-every other batch at the same time (sharing no Python at all); CTranslate2 fp32 runs on one thread and with two
-workers (inter_threads=2).
+every other batch at the same time (sharing no Python at all), both started before the timing; and, from this process,
+`translate` with a pool of two processes forked for each pass, as a function that forks its workers per call would
+do it. CTranslate2 fp32 runs on one thread and with two workers (inter_threads=2).
 
     python tools/side_by_side.py --out NAME.json
 
 Writes results/bench/NAME.json (default side-by-side-<cpu>.json). Needs quiet cores: nothing else should run beside it.
 """
-import sys, tempfile, time
+import multiprocessing, sys, tempfile, time
 from pathlib import Path
+import torch
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.bench.ctranslate2 import _Decoders, export_ctranslate2
 from annotated_transformer.engine.loading import load_model
-from annotated_transformer.translation.inference import encode_sources
+from annotated_transformer.translation.inference import encode_sources, translate
 from live_parity import positive_int  # tools/, beside this file
 from step_phases import write
 from step_products import ROWS, run_or_say, test2016, test2016_args
 
 SEARCHES = {"greedy": 1, "beam": 4}  # name: beam size
+_SEARCH = []  # in a forked worker: the search of the pass that forked it (inherited, never pickled)
+
+
+def _start_worker(search): torch.set_num_threads(1); _SEARCH[:] = [search]
+
+
+def _search_batch(idx: list[int]): return _SEARCH[0](idx)
+
+
+def pool_per_call(search, batches):
+    "`translate`'s `map_batches`: two processes forked from this one for this call, one torch thread each."
+    with multiprocessing.get_context("fork").Pool(2, _start_worker, (search,)) as pool:
+        yield from pool.imap(_search_batch, batches)
 
 
 def halves(tok, lines: list[str], max_len: int) -> list[list[int]]:
@@ -31,7 +46,7 @@ def halves(tok, lines: list[str], max_len: int) -> list[list[int]]:
     return [[i for b in batches[k::2] for i in b] for k in (0, 1)]
 
 
-def timed_pass(one, two, lines: list[str], parts: list[list[int]], kw: dict) -> dict:
+def timed_pass(tr, one, two, lines: list[str], parts: list[list[int]], kw: dict) -> dict:
     "One pass of each decoder over `lines`: (translations, seconds)."
     out = {n: one.run(n, lines, **kw) for n in ("ours", "ct2_float32")}
     out.update({n: two.run(n, lines, **kw) for n in ("ours_workers", "ct2_float32_workers")})
@@ -42,6 +57,8 @@ def timed_pass(one, two, lines: list[str], parts: list[list[int]], kw: dict) -> 
     for part, hyps in zip(parts, got):
         for i, h in zip(part, hyps): merged[i] = h
     out["ours_processes"] = (merged, seconds)
+    t = time.perf_counter(); hyps = translate(tr.model, tr.tokenizer, lines, map_batches=pool_per_call, **kw)
+    out["ours_pool_per_call"] = (hyps, time.perf_counter() - t)
     return out
 
 
@@ -62,26 +79,29 @@ def run(a) -> int:
             try:
                 for name, k in SEARCHES.items():
                     kw = dict(beam_size=k, alpha=0.6, batch_size=ROWS)
-                    timed_pass(one, two, lines[:2 * ROWS], halves(tr.tokenizer, lines[:2 * ROWS], max_len), kw)
+                    timed_pass(tr, one, two, lines[:2 * ROWS], halves(tr.tokenizer, lines[:2 * ROWS], max_len), kw)
                     secs, outs = {}, {}
                     for _ in range(a.reps):  # alternated, so that a change in the machine's load falls on all alike
-                        for n, (hyps, s) in timed_pass(one, two, lines, parts, kw).items():
+                        for n, (hyps, s) in timed_pass(tr, one, two, lines, parts, kw).items():
                             outs[n] = hyps; secs.setdefault(n, []).append(s)
                     rate = {n: len(lines) / sorted(s)[len(s) // 2] for n, s in secs.items()}
                     same = lambda n: sum(x == y for x, y in zip(outs[n], outs["ours"])) / len(lines)
                     res["searches"][name] = dict(
                         beam_size=k, sentences_per_s=rate, seconds={n: sorted(s) for n, s in secs.items()},
-                        identical_to_one_thread={n: same(n) for n in ("ours_workers", "ours_processes")},
+                        identical_to_one_thread={n: same(n) for n in
+                                                 ("ours_workers", "ours_processes", "ours_pool_per_call")},
                         ours_threads_gain=rate["ours_workers"] / rate["ours"],
                         ours_processes_gain=rate["ours_processes"] / rate["ours"],
                         ct2_gain=rate["ct2_float32_workers"] / rate["ct2_float32"],
-                        processes_over_threads=rate["ours_processes"] / rate["ours_workers"])
+                        processes_over_threads=rate["ours_processes"] / rate["ours_workers"],
+                        pool_per_call_over_threads=rate["ours_pool_per_call"] / rate["ours_workers"])
             finally: two.close()
         finally: one.close()
     write(res, a.out or f"side-by-side-{res['settings']['cpu']['id'].replace(' ', '')}.json")
     for name, r in res["searches"].items():
         print(f"{name}: ours two threads {r['ours_threads_gain']:.2f}x its one thread, two processes "
-              f"{r['ours_processes_gain']:.2f}x; CTranslate2 two workers {r['ct2_gain']:.2f}x its one thread")
+              f"{r['ours_processes_gain']:.2f}x, a pool per call {r['pool_per_call_over_threads']:.2f}x two threads; "
+              f"CTranslate2 two workers {r['ct2_gain']:.2f}x its one thread")
     return 0
 
 
