@@ -13,9 +13,25 @@ from pathlib import Path
 FLAGS = {'slow', 'cuda', 'multigpu', 'rerun'}
 
 
+def _shell(path: Path):
+    """execnb's `CaptureShell`, except that a cell ending with `;` keeps what it printed: execnb drops a whole cell's
+    printed output there, where Jupyter, as a reader runs the page, hides only the value of its last line."""
+    from execnb.shell import AttrDict, CaptureShell, InteractiveShell, capture_output
+
+    class Shell(CaptureShell):
+        def _run(self, raw_cell, store_history=False, silent=False, shell_futures=True, cell_id=None,
+                 stdout=True, stderr=True, display=True, verbose=False):
+            with capture_output(display=display, stdout=stdout and not verbose, stderr=stderr and not verbose) as c:
+                result = InteractiveShell.run_cell(self, raw_cell, store_history, silent, shell_futures=shell_futures,
+                                                   cell_id=cell_id)
+            return AttrDict(result=result, stdout=c.stdout, stderr=c.stderr, display_objects=c.outputs,
+                            exception=result.error_in_exec or result.error_before_exec,
+                            quiet=raw_cell.rstrip().endswith(';'))  # `;`: no value shown, as in Jupyter
+    return Shell(path)
+
+
 def run(path: Path, flags=(), cells=None, store=None) -> float:
     from execnb.nbio import read_nb, write_nb
-    from execnb.shell import CaptureShell
     from nbdev.process import NBProcessor, extract_directives
     os.environ.pop('IN_TEST', None)
     nb = read_nb(path)
@@ -34,7 +50,7 @@ def run(path: Path, flags=(), cells=None, store=None) -> float:
         return False
 
     t0 = time.time()
-    sh = CaptureShell(path)
+    sh = _shell(path)
     cwd = os.getcwd()
     try:
         os.chdir(path.parent)
