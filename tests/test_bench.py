@@ -112,6 +112,8 @@ def test_cli_writes_json(tmp_path):
     assert bench_main(["--presets", "tiny", "--reps", "1", "--benchmarks", "train,infer,attention,decode,seqlen,batching",
                        "--seqlens", "8,16", "--scaling-tokens", "64", "--data-dir", str(tmp_path), "--out", str(out)]) == 0
     d = json.loads(out.read_text())
+    assert d["command"] == ("at-bench --presets tiny --reps 1 --benchmarks train,infer,attention,decode,seqlen,batching "
+                            f"--seqlens 8,16 --scaling-tokens 64 --data-dir {tmp_path} --out {out}")  # how it was made
     s = d["settings"]
     for k in ("torch", "threads", "device", "reps", "warmup", "presets"): assert k in s
     assert s["presets"]["tiny"]["batch_size"] == 8

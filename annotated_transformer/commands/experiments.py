@@ -4,7 +4,7 @@
 
 # %% ../../nbs/39a_experiments.ipynb #074a68dc
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, shlex, sys
 from dataclasses import asdict, replace
 from pathlib import Path
 import torch
@@ -120,6 +120,7 @@ def _run_bench(argv: list[str]) -> int:
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint,
                          compile_threads=a.compile_threads, recipe=a.recipe)
+    res["command"] = shlex.join(["at-bench", *argv])  # the run says how it was made (its environment: settings)
     print_report(res)
     atomic_write(out, json.dumps(res, indent=1))
     print(f"wrote {out}")
