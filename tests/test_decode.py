@@ -500,3 +500,42 @@ def test_an_error_drops_the_batches_not_begun(monkeypatch):
             inference.translate_threads(m.model, m.tokenizer, ["Ein Kind."] * 30, workers=1, batch_size=1,
                                         progress=progress)
         assert len(calls) < 10, (error, len(calls))  # of 30: those begun before the caller saw it
+
+GERMAN = ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.", "Zwei Hunde spielen im Schnee.",
+          "Eine Frau liest ein Buch auf einer Bank im Park.", "Ein Kind.", "Drei Leute sitzen vor einem Café.",
+          "Ein Junge springt von einer Mauer in einen See.", "Eine Gruppe von Menschen steht vor einem Iglu.",
+          "Ein Hund rennt über eine Wiese.", "Zwei Männer arbeiten auf einem Dach.", "Eine ältere Frau spielt Klavier."]
+
+@pytest.mark.parametrize("cache", ["none", "cache", "static"])
+def test_one_beam_search_is_the_loop_with_one_beam_bit_for_bit(cache):
+    """`beam_search` with one beam hands the search to `one_beam_search`: the same best hypothesis per sentence,
+    tokens, score and log-prob bit for bit, as its general loop (`one_beam=False`), on the shipped translator (packed,
+    its kernel step) over limits that end sentences by EOS, by their length limit, and by EOS at their limit."""
+    from annotated_transformer.training.decode import one_beam_search
+    m = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate")
+    ids = [m.tokenizer.encode(s) + [2] for s in GERMAN]
+    L = max(map(len, ids))
+    src = torch.tensor([s + [0] * (L - len(s)) for s in ids]); kpm = padding_mask(src, 0)
+    ends = set()
+    for a, b in [(1.0, 50)] + [(0.0, b) for b in range(2, 16)]:
+        kw = dict(beam_size=1, max_len_a=a, max_len_b=b, use_cache=cache != "none", static_cache=cache == "static")
+        hyps = beam_search(m.model, src, kpm, **kw)
+        assert [[tuple(h) for h in s] for s in hyps] == [[tuple(h) for h in s] for s in beam_search(m.model, src, kpm, one_beam=False, **kw)]
+        for s, n in zip(hyps, length_limit(m.model, src, kpm, a, b).tolist()):
+            ends.add("limit" if s[0].tokens[-1] != 2 else "EOS at the limit" if len(s[0].tokens) == n else "EOS")
+    assert ends == {"limit", "EOS at the limit", "EOS"}  # every way a sentence can end was met
+    assert one_beam_search(m.model, src, kpm, max_len_b=5) == beam_search(m.model, src, kpm, beam_size=1, max_len_b=5)
+
+def test_beam_search_hands_one_beam_to_one_beam_search(monkeypatch):
+    "Only one beam with the default stopping rule, no constraint and finished sentences leaving: else the loop runs."
+    import annotated_transformer.training.decode as decode
+    model, (src, kpm), calls = tiny(), sources(), []
+    real = decode.one_beam_search
+    monkeypatch.setattr(decode, "one_beam_search", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    expect = beam_search(model, src, kpm, beam_size=1, max_len_b=4, one_beam=False)
+    for kw, used in ((dict(), True), (dict(one_beam=False), False), (dict(early_stop=False), False),
+                     (dict(drop_finished=False), False), (dict(constraint=DecodingConstraint()), False),
+                     (dict(beam_size=2), False)):
+        calls.clear(); got = beam_search(model, src, kpm, **{"beam_size": 1, "max_len_b": 4, **kw})
+        assert bool(calls) == used, kw
+        if kw.get("beam_size", 1) == 1: assert [[h.tokens for h in s] for s in got] == [[h.tokens for h in s] for s in expect]

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/32d_ctranslate2.ipynb #3ea2c5b7
 from __future__ import annotations
-import os, pickle, shutil, subprocess, sys, tempfile, time
+import functools, os, pickle, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 import torch
 from ..architecture.model import Transformer
@@ -13,7 +13,8 @@ from ..engine.checkpoint import Checkpoint, load_checkpoint
 from ..translation.inference import encode_sources, translate, translate_threads, bleu_scores
 from ..engine.loading import load_model
 from ..architecture.layers import PackedDecoderStep
-from ..training.decode import length_penalty
+from ..training.decode import beam_search, length_penalty
+from ..translation import inference
 
 # %% auto #0
 __all__ = ['QUANTIZATIONS', 'ct2_spec', 'export_ctranslate2', 'load_ct2', 'ct2_logprobs', 'our_logprobs', 'ct2_translate',
@@ -193,6 +194,8 @@ def _decoder_main():
             if name == "ours_modules": PackedDecoderStep.usable = lambda self: False
             # the kernels' step with its layer loop run as Python: what compiling it buys, in this process only
             if name == "ours_workers_python": PackedDecoderStep.compiled = False
+            # greedy decoding through beam search's general loop, not `one_beam_search`: what that buys, in this process only
+            if name.endswith("_loop"): inference.beam_search = functools.partial(beam_search, one_beam=False)
             search = translate if not name.startswith("ours_workers") else (  # `threads` batches at once, a thread each
                 lambda *a, **kw: translate_threads(*a, workers=threads, **kw))
             run = lambda lines, kw: search(model, tok, lines, **{k: v for k, v in kw.items() if k != "rerank"})
@@ -249,7 +252,8 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
         engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck,
-                             "ours_workers_python": ck, "ct2_float32": d, "ct2_int8": d, "ct2_float32_workers": d},
+                             "ours_workers_python": ck, "ours_loop": ck, "ours_workers_loop": ck, "ct2_float32": d,
+                             "ct2_int8": d, "ct2_float32_workers": d},
                             threads, model.cfg.max_len)
         try:
             kw = dict(alpha=alpha, batch_size=batch_size)
@@ -267,6 +271,8 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
                     "greedy_ours_modules": ("ours_modules", dict(beam_size=1, **kw)),
                     "greedy_ours_workers": ("ours_workers", dict(beam_size=1, **kw)),
                     "greedy_ours_workers_python": ("ours_workers_python", dict(beam_size=1, **kw)),
+                    "greedy_ours_loop": ("ours_loop", dict(beam_size=1, **kw)),
+                    "greedy_ours_workers_loop": ("ours_workers_loop", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32": ("ct2_float32", dict(beam_size=1, **kw)),
                     "greedy_ct2_float32_workers": ("ct2_float32_workers", dict(beam_size=1, **kw))}
             for e in engines.procs: engines.run(e, lines[:64], beam_size=beam_size, **kw)  # warm-up, untimed
@@ -293,11 +299,16 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     # the same, with the kernels' layer loop run as Python instead of compiled by TorchScript
     res["script_identical"] = dict(greedy=same("greedy_ours_workers", "greedy_ours_workers_python"),
                                    beam=same("ours_workers", "ours_workers_python"))
-    for k in ("ours_workers", "greedy_ours_workers", "ours_workers_python", "greedy_ours_workers_python"):
+    # greedy decoding by `one_beam_search` (as served) and by beam search's general loop, one batch at a time and side by side
+    res["one_beam_identical"] = dict(one=same("greedy_ours", "greedy_ours_loop"),
+                                     workers=same("greedy_ours_workers", "greedy_ours_workers_loop"))
+    for k in ("ours_workers", "greedy_ours_workers", "ours_workers_python", "greedy_ours_workers_python",
+              "greedy_ours_workers_loop"):
         ref = "greedy_ct2_float32_workers" if k.startswith("greedy") else "ct2_float32_workers"
         res[f"{k}_over_ct2_float32_workers"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]
     for k in ("ours", "ours_unpacked", "ours_modules", "ours_workers", "ours_workers_python", "greedy_ours",
-              "greedy_ours_unpacked", "greedy_ours_modules", "greedy_ours_workers", "greedy_ours_workers_python"):
+              "greedy_ours_unpacked", "greedy_ours_modules", "greedy_ours_workers", "greedy_ours_workers_python",
+              "greedy_ours_loop", "greedy_ours_workers_loop"):
         for ct in ("float32", "int8"):
             ref = f"greedy_ct2_{ct}" if k.startswith("greedy") else f"ct2_{ct}"
             if ref in res: res[f"{k}_over_ct2_{ct}"] = res[k]["sentences_per_s"] / res[ref]["sentences_per_s"]

@@ -14,7 +14,7 @@ from ..architecture.attention import merge_masks, to_sdpa_mask
 from ..architecture.layers import PackedDecoderStep
 
 # %% auto #0
-__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
+__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
 
 # %% ../../nbs/10_decode.ipynb #3db2ee18
 @torch.no_grad()
@@ -235,9 +235,12 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
                 constraint: DecodingConstraint | None = None, # which tokens each row may produce next
                 static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same hypotheses, fewer operations)
                 drop_finished: bool = True, # a finished sentence leaves the batch (same hypotheses, fewer rows per step)
+                one_beam: bool = True, # beam_size 1: `one_beam_search`'s loop (same hypotheses, fewer operations per step)
                ) -> list[list[Hypothesis]]: # per sentence, the n_best hypotheses, best first
     "Beam search with GNMT's length penalty, batched over sentences and beams."
     check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, beam_size, alpha, n_best)
+    if beam_size == 1 and one_beam and early_stop and constraint is None and drop_finished:  # below
+        return one_beam_search(model, src, src_key_padding_mask, alpha, max_len_a, max_len_b, use_cache, static_cache)
     cfg, B, K, dev = model.cfg, src.size(0), beam_size, src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b).tolist()  # (B,)
     memory = model.encode(src, src_key_padding_mask)  # (B, S, D): encoded once per sentence
@@ -292,6 +295,42 @@ def hypotheses_to_tensor(hyps: list[list[Hypothesis]], pad_idx: int = 0) -> Tens
     out = torch.full((len(best), max(1, max(map(len, best)))), pad_idx, dtype=torch.long)  # (B, L)
     for i, toks in enumerate(best): out[i, :len(toks)] = torch.tensor(toks, dtype=torch.long)
     return out
+
+# %% ../../nbs/35_fast_decoding.ipynb #89043c1e
+@torch.no_grad()
+def one_beam_search(model: Transformer, # a trained model (put in eval mode by the caller)
+                    src: Tensor, # source ids (B, S)
+                    src_key_padding_mask: Tensor | None = None, # bool (B, S), True at padding
+                    alpha: float = 0.6, # length penalty exponent
+                    max_len_a: float = 1.0, max_len_b: int = 50, # at most a * source length + b tokens
+                    use_cache: bool = True, static_cache: bool = False, # as for `beam_search`
+                   ) -> list[list[Hypothesis]]: # per sentence its best hypothesis, as `beam_search(..., beam_size=1)`, bit for bit
+    "`beam_search` with one beam (its stopping rule, no constraint, finished sentences leaving the batch), with fewer operations per step."
+    check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, 1, alpha)
+    cfg, B, dev = model.cfg, src.size(0), src.device
+    limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b)  # (B,)
+    steps = int(limit.max()) if B else 0
+    state = DecoderState(model, model.encode(src, src_key_padding_mask), src_key_padding_mask, use_cache, static_cache, steps + 1)
+    ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (A, 1): A rows, one per sentence still searching
+    scores = torch.zeros(B, device=dev)  # (A,) summed log-probs
+    active, finished = torch.arange(B, device=dev), [[] for _ in range(B)]  # (A,) each row's sentence
+    for t in range(steps):
+        top, idx = top_k_wide(state.step(ys).add_(scores[:, None]), 2)  # (A, 2): as beam_search's with K = 1
+        tok, scores = idx[:, :1], top[:, 0]  # (A, 1), (A,): each row's best token
+        ended, out = (tok[:, 0] == cfg.eos_idx) & scores.isfinite(), limit <= t + 1  # (A,): by EOS; at the length limit
+        ys = torch.cat([ys, tok], dim=1)  # (A, t+2)
+        stop = ended | out
+        if not stop.any(): continue
+        for a in stop.nonzero()[:, 0].tolist():  # only the rows whose sentence is done now
+            b, tokens, s = int(active[a]), ys[a, 1:].tolist(), scores[a].item()
+            # finished by EOS, or at its limit. At its limit with EOS best, beam_search also finishes the best token
+            # that is not EOS: same length, a log-prob no higher, so never ranked first, and not kept here
+            if s > float("-inf"): _finish(finished[b], tokens, s, alpha)
+        live = (~stop).nonzero()[:, 0]  # (A',) the rows that go on
+        if len(live) == 0: break
+        ys, scores, active, limit = ys.index_select(0, live), scores[live], active[live], limit[live]
+        state.select(live)
+    return finished
 
 # %% ../../nbs/35_fast_decoding.ipynb #322fdd12
 @torch.no_grad()
