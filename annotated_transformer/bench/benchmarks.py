@@ -14,19 +14,16 @@ from ..engine.config import TransformerConfig
 from ..architecture.attention import MultiHeadAttention, causal_mask
 from ..architecture.layers import copy_to_torch_layer
 from ..architecture.embeddings import Embeddings, PositionalEncoding, tie_weights
-from ..architecture.model import make_model
+from ..architecture.model import Transformer, make_model
 from ..training.optim import make_optimizer, adam_kwargs
 from ..training.loss import LabelSmoothingLoss, ChunkedLabelSmoothingLoss, HiddenStates
 from ..training.batching import Batch
-from ..training.decode import time_decoding
+from ..training.decode import beam_search
 from ..engine.precision import resolve_precision, precision_trial, sync
 from ..engine.tasks import TASKS
 
 # %% auto #0
-__all__ = ['BENCH_PRESETS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_padded_batch',
-           'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'at_threads', 'time_blocks',
-           'train_flops', 'matmul_tflops', 'peak_tflops', 'median', 'make_pair', 'bench_train', 'bench_infer',
-           'set_fused', 'bench_attention', 'bench_precision', 'bench_decode', 'bench_decode_batches']
+__all__ = ['BENCH_PRESETS', 'PEAK_BF16_TFLOPS', 'bench_config', 'TorchReference', 'copy_to_reference', 'random_padded_batch', 'autocast_ctx', 'make_train_step', 'make_infer_step', 'time_interleaved', 'at_threads', 'time_blocks', 'train_flops', 'matmul_tflops', 'peak_tflops', 'median', 'make_pair', 'bench_train', 'bench_infer', 'set_fused', 'bench_attention', 'bench_precision', 'bench_decode', 'bench_decode_batches', 'time_decoding']
 
 # %% ../../nbs/32_benchmarks.ipynb #437bc61c
 BENCH_PRESETS = {  # name -> a fresh config of that size
@@ -323,10 +320,52 @@ def bench_precision(cfg, batch, reps=5, warmup=1, device="cpu") -> dict:
 
 # %% ../../nbs/32_benchmarks.ipynb #400faa5b
 def bench_decode(cfg, src_len=30, n_sentences=8, beam_size=4, reps=3, device="cpu") -> dict:
-    "Beam-search sentences/s with the readable cache, the static cache and without a cache (`decode.time_decoding`)."
+    "Beam-search sentences/s with the readable cache, the static cache and without a cache (`time_decoding`)."
     torch.manual_seed(0); model = make_model(cfg).to(device).eval()
     return time_decoding(model, src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, reps=reps)
 
 def bench_decode_batches(cfg, batches=(1, 64), src_len=30, beam_size=4, reps=1, device="cpu") -> dict:
     "`bench_decode` at several batch sizes (sentences per call): batch 1 is latency, batch 64 throughput."
     return {str(n): bench_decode(cfg, src_len, n, beam_size, reps, device) for n in batches}
+
+# %% ../../nbs/35_fast_decoding.ipynb #4c75097b
+@torch.no_grad()
+def time_decoding(model: Transformer, # in eval mode
+                   src_len: int = 30, # source tokens per sentence (EOS included)
+                   n_sentences: int = 8, # sentences per batch
+                   beam_size: int = 4, alpha: float = 0.6,
+                   max_len_a: float = 1.0, max_len_b: int = 0, # output limit: a * src_len + b
+                   reps: int = 3, # timed runs per mode; the median is reported
+                   threads: int | None = None, # torch CPU threads during the run (None: leave as is)
+                   seed: int = 0) -> dict:
+    "Beam-search sentences/s with the key/value cache, with the static cache and without a cache, on random sources."
+    old_threads = torch.get_num_threads()
+    if threads is not None: torch.set_num_threads(threads)
+    try: return _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, reps, seed)
+    finally: torch.set_num_threads(old_threads)
+
+def _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, reps, seed):
+    g = torch.Generator().manual_seed(seed)
+    dev = next(model.parameters()).device
+    src = torch.randint(3, model.cfg.src_vocab_size, (n_sentences, src_len), generator=g).to(dev)  # (B, S)
+    src[:, -1] = model.cfg.eos_idx
+    res = dict(src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, threads=torch.get_num_threads())
+    modes = dict(cache=dict(use_cache=True), static_cache=dict(use_cache=True, static_cache=True), no_cache=dict(use_cache=False))
+    tokens = {}
+    for key, kw in modes.items():
+        run = lambda: beam_search(model, src, beam_size=beam_size, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b, **kw)
+        hyps = run()  # warm-up
+        times = []
+        for _ in range(reps):
+            if dev.type == "cuda": torch.cuda.synchronize()
+            t0 = time.perf_counter(); run()
+            if dev.type == "cuda": torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        res[f"{key}_sent_per_s"] = n_sentences / sorted(times)[len(times) // 2]
+        res["mean_out_len"] = sum(len(h[0].tokens) for h in hyps) / n_sentences
+        tokens[key] = [h[0].tokens for h in hyps]
+    res["speedup"] = res["cache_sent_per_s"] / res["no_cache_sent_per_s"]  # the cache against recomputation
+    res["static_speedup"] = res["static_cache_sent_per_s"] / res["no_cache_sent_per_s"]
+    res["static_vs_cache"] = res["static_cache_sent_per_s"] / res["cache_sent_per_s"]
+    res["same_hypotheses"] = tokens["cache"] == tokens["static_cache"] == tokens["no_cache"]
+    return res

@@ -194,7 +194,7 @@ def _decoder_main():
             if name == "ours_modules": PackedDecoderStep.usable = lambda self: False
             # the kernels' step with its layer loop run as Python: what compiling it buys, in this process only
             if name == "ours_workers_python": PackedDecoderStep.compiled = False
-            # greedy decoding through beam search's general loop, not `one_beam_search`: what that buys, in this process only
+            # greedy decoding by beam search's general loop, not `one_beam_search`: what that buys, in this process only
             if name.endswith("_loop"): inference.beam_search = functools.partial(beam_search, one_beam=False)
             search = translate if not name.startswith("ours_workers") else (  # `threads` batches at once, a thread each
                 lambda *a, **kw: translate_threads(*a, workers=threads, **kw))
@@ -299,7 +299,7 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     # the same, with the kernels' layer loop run as Python instead of compiled by TorchScript
     res["script_identical"] = dict(greedy=same("greedy_ours_workers", "greedy_ours_workers_python"),
                                    beam=same("ours_workers", "ours_workers_python"))
-    # greedy decoding by `one_beam_search` (as served) and by beam search's general loop, one batch at a time and side by side
+    # greedy decoding by `one_beam_search` (as served) and by the general loop, one batch at a time and side by side
     res["one_beam_identical"] = dict(one=same("greedy_ours", "greedy_ours_loop"),
                                      workers=same("greedy_ours_workers", "greedy_ours_workers_loop"))
     for k in ("ours_workers", "greedy_ours_workers", "ours_workers_python", "greedy_ours_workers_python",

@@ -14,7 +14,7 @@ from ..architecture.attention import merge_masks, to_sdpa_mask
 from ..architecture.layers import PackedDecoderStep
 
 # %% auto #0
-__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache', 'time_decoding']
+__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache']
 
 # %% ../../nbs/10_decode.ipynb #3db2ee18
 @torch.no_grad()
@@ -235,7 +235,7 @@ def beam_search(model: Transformer, # a trained model (put in eval mode by the c
                 constraint: DecodingConstraint | None = None, # which tokens each row may produce next
                 static_cache: bool = False, # the preallocated cache of `StaticKVCache` (same hypotheses, fewer operations)
                 drop_finished: bool = True, # a finished sentence leaves the batch (same hypotheses, fewer rows per step)
-                one_beam: bool = True, # beam_size 1: `one_beam_search`'s loop (same hypotheses, fewer operations per step)
+                one_beam: bool = True, # beam_size 1: `one_beam_search` (same hypotheses, fewer operations per step)
                ) -> list[list[Hypothesis]]: # per sentence, the n_best hypotheses, best first
     "Beam search with GNMT's length penalty, batched over sentences and beams."
     check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, beam_size, alpha, n_best)
@@ -304,14 +304,15 @@ def one_beam_search(model: Transformer, # a trained model (put in eval mode by t
                     alpha: float = 0.6, # length penalty exponent
                     max_len_a: float = 1.0, max_len_b: int = 50, # at most a * source length + b tokens
                     use_cache: bool = True, static_cache: bool = False, # as for `beam_search`
-                   ) -> list[list[Hypothesis]]: # per sentence its best hypothesis, as `beam_search(..., beam_size=1)`, bit for bit
-    "`beam_search` with one beam (its stopping rule, no constraint, finished sentences leaving the batch), with fewer operations per step."
+                   ) -> list[list[Hypothesis]]: # per sentence its best, as `beam_search` with one beam, bit for bit
+    "`beam_search` with one beam (default stopping rule, no constraint, dropping finished rows), in fewer operations."
     check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, 1, alpha)
     cfg, B, dev = model.cfg, src.size(0), src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b)  # (B,)
     steps = int(limit.max()) if B else 0
-    state = DecoderState(model, model.encode(src, src_key_padding_mask), src_key_padding_mask, use_cache, static_cache, steps + 1)
-    ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (A, 1): A rows, one per sentence still searching
+    memory = model.encode(src, src_key_padding_mask)  # (B, S, D)
+    state = DecoderState(model, memory, src_key_padding_mask, use_cache, static_cache, steps + 1)
+    ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (A, 1): a row per sentence still searching
     scores = torch.zeros(B, device=dev)  # (A,) summed log-probs
     active, finished = torch.arange(B, device=dev), [[] for _ in range(B)]  # (A,) each row's sentence
     for t in range(steps):
@@ -392,45 +393,3 @@ class StaticKVCache:
         self.memory_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.memory_kv]  # (N', H, S, Dh)
         if self.memory_mask is not None: self.memory_mask = self.memory_mask.index_select(0, index)  # (N', 1, 1, S)
         self.shape = (index.numel(), *self.shape[1:])
-
-# %% ../../nbs/35_fast_decoding.ipynb #4c75097b
-@torch.no_grad()
-def time_decoding(model: Transformer, # in eval mode
-                   src_len: int = 30, # source tokens per sentence (EOS included)
-                   n_sentences: int = 8, # sentences per batch
-                   beam_size: int = 4, alpha: float = 0.6,
-                   max_len_a: float = 1.0, max_len_b: int = 0, # output limit: a * src_len + b
-                   reps: int = 3, # timed runs per mode; the median is reported
-                   threads: int | None = None, # torch CPU threads during the run (None: leave as is)
-                   seed: int = 0) -> dict:
-    "Beam-search sentences/s with the key/value cache, with the static cache and without a cache, on random sources."
-    old_threads = torch.get_num_threads()
-    if threads is not None: torch.set_num_threads(threads)
-    try: return _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, reps, seed)
-    finally: torch.set_num_threads(old_threads)
-
-def _bench(model, src_len, n_sentences, beam_size, alpha, max_len_a, max_len_b, reps, seed):
-    g = torch.Generator().manual_seed(seed)
-    dev = next(model.parameters()).device
-    src = torch.randint(3, model.cfg.src_vocab_size, (n_sentences, src_len), generator=g).to(dev)  # (B, S)
-    src[:, -1] = model.cfg.eos_idx
-    res = dict(src_len=src_len, n_sentences=n_sentences, beam_size=beam_size, threads=torch.get_num_threads())
-    modes = dict(cache=dict(use_cache=True), static_cache=dict(use_cache=True, static_cache=True), no_cache=dict(use_cache=False))
-    tokens = {}
-    for key, kw in modes.items():
-        run = lambda: beam_search(model, src, beam_size=beam_size, alpha=alpha, max_len_a=max_len_a, max_len_b=max_len_b, **kw)
-        hyps = run()  # warm-up
-        times = []
-        for _ in range(reps):
-            if dev.type == "cuda": torch.cuda.synchronize()
-            t0 = time.perf_counter(); run()
-            if dev.type == "cuda": torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-        res[f"{key}_sent_per_s"] = n_sentences / sorted(times)[len(times) // 2]
-        res["mean_out_len"] = sum(len(h[0].tokens) for h in hyps) / n_sentences
-        tokens[key] = [h[0].tokens for h in hyps]
-    res["speedup"] = res["cache_sent_per_s"] / res["no_cache_sent_per_s"]  # the cache against recomputation
-    res["static_speedup"] = res["static_cache_sent_per_s"] / res["no_cache_sent_per_s"]
-    res["static_vs_cache"] = res["static_cache_sent_per_s"] / res["cache_sent_per_s"]
-    res["same_hypotheses"] = tokens["cache"] == tokens["static_cache"] == tokens["no_cache"]
-    return res
