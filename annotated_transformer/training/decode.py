@@ -309,7 +309,7 @@ def one_beam_search(model: Transformer, # a trained model (put in eval mode by t
     check_decoding(model, src, src_key_padding_mask, max_len_a, max_len_b, 1, alpha)
     cfg, B, dev = model.cfg, src.size(0), src.device
     limit = length_limit(model, src, src_key_padding_mask, max_len_a, max_len_b)  # (B,)
-    steps = int(limit.max()) if B else 0
+    steps = int(limit.max())  # check_decoding refused an empty batch
     memory = model.encode(src, src_key_padding_mask)  # (B, S, D)
     state = DecoderState(model, memory, src_key_padding_mask, use_cache, static_cache, steps + 1)
     ys = torch.full((B, 1), cfg.bos_idx, dtype=torch.long, device=dev)  # (A, 1): a row per sentence still searching
