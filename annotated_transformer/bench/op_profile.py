@@ -21,7 +21,8 @@ __all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'as
 OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
     # the engine's own time per backward node (the node's kernels are counted below)
     ("autograd bookkeeping", ("autograd::",)),
-    ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "mkldnn_")),
+    ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "mkldnn_",
+              "mkldnn::")),  # mkldnn::_linear_pointwise: oneDNN's packed products (the kernel step, inductor)
     ("attention kernel", ("scaled_dot_product", "flash_attention", "efficient_attention")),
     ("softmax and loss", ("softmax", "nll_loss", "kl_div", "logsumexp", "cross_entropy")),
     ("layer norm", ("layer_norm",)),
