@@ -29,11 +29,7 @@ MODES = {"eager": None, "default": "default", "max-autotune": "max-autotune"}  #
 
 def fast_step(model, batch, precision: str, mode: str | None):
     "The trainer's step (chunked loss, fused Adam) of `model`, eager (`mode` None) or compiled in that mode."
-    if mode is None: return make_train_step(model, batch, precision, "cpu", **FAST)
-    real = torch.compile  # `make_train_step` compiles with torch.compile's defaults; here with `mode` as well
-    torch.compile = lambda net, **kw: real(net, mode=mode, **kw)
-    try: return make_train_step(model, batch, precision, "cpu", **FAST, compile=True)
-    finally: torch.compile = real
+    return make_train_step(model, batch, precision, "cpu", **FAST, compile=mode or False)
 
 
 def trial(preset: str, precision: str, batch_size: int | None, reps: int) -> dict:

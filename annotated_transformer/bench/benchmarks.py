@@ -142,7 +142,8 @@ def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", devi
                     loss: str = "readable",
                     # None: `torch.optim.Adam`'s defaults; else an implementation of `adam_impl` ("foreach", ...)
                     adam: str | None = None,
-                    compile: bool = False, # `torch.compile` the forward pass
+                    # `torch.compile` the forward pass: True in its default mode, or the name of a mode ("max-autotune")
+                    compile: bool | str = False,
                     eps: float = 1e-9): # Adam's epsilon (the paper's)
     "A closure that runs one training step: forward under autocast, label-smoothed loss, backward, Adam update."
     model.train()
@@ -155,7 +156,7 @@ def make_train_step(model: nn.Module, batch: dict, precision: str = "fp32", devi
         crit = ChunkedLabelSmoothingLoss(cfg.label_smoothing, cfg.pad_idx)
         loss_of = lambda out: crit(out, model.generator, tgt)  # out: hidden states (B, T, D)
     else: raise ValueError(f"loss={loss!r}: expected 'readable' or 'chunked'")
-    if compile: net = torch.compile(net)
+    if compile: net = torch.compile(net) if compile is True else torch.compile(net, mode=compile)
     if adam is None: opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=eps)
     else:
         params = list(model.parameters())
