@@ -15,6 +15,7 @@ it.
 import sys, time
 import torch
 from annotated_transformer.bench.bench_suite import settings
+from annotated_transformer.bench.benchmarks import median
 from annotated_transformer.bench.op_profile import _profiled, op_group, op_summary
 from annotated_transformer.engine.loading import load_model
 from annotated_transformer.translation import inference
@@ -59,7 +60,7 @@ def measure(tr, lines: list[str], beam: int, reps: int) -> dict:
         for name, (_, c) in ops[n].items(): calls[op_group(name)] += c / reps
         s["groups_calls"] = calls
         s["groups_us_per_call"] = {g: (1e3 * ms / calls[g] if calls[g] else None) for g, ms in s["groups_ms"].items()}
-        med = sorted(wall[n])[len(wall[n]) // 2]
+        med = median(wall[n])
         res[str(n)] = dict(wall_s=sorted(wall[n]), median_s=med, sentences_per_s=len(lines) / med, profile=s)
     one, two = res["1"], res["2"]
     return dict(threads=res, wall_gain=two["sentences_per_s"] / one["sentences_per_s"],
