@@ -1,5 +1,5 @@
 "tools/inductor_step.py: inductor's fused kernels for our decoding step, as a trial (33); its record, bad arguments."
-import subprocess, sys
+import os, subprocess, sys
 from pathlib import Path
 import pytest
 import torch
@@ -86,3 +86,46 @@ def test_the_record_s_ratios_and_agreement(translators, monkeypatch):
                         lambda tr, fn, ls, b: ["x"] + real(tr, fn, ls, b)[1:] if fn is not None else real(tr, fn, ls, b))
     r = inductor_step.measure(decs, lines, 1, 1)
     assert r["identical_to_served"]["plain_modules"] == pytest.approx(31 / 32) and r["identical_to_served"]["served"] == 1
+
+
+@pytest.mark.parametrize("tool", ["inductor_step", "max_autotune"])
+def test_importing_a_tool_that_compiles_from_cold_changes_no_environment(tool):
+    """These tests import the tools into the test process, so an import that set inductor's variables would turn its
+    caches off, or point them at a folder, for every later test that compiles."""
+    code = (f"import os, sys, torch; sys.path.insert(0, {str(REPO / 'tools')!r}); before = dict(os.environ); "
+            f"import {tool}; print(sorted(set(os.environ.items()) ^ set(before.items())))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}  # none inherited from here
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_cold_inductor_gives_an_empty_folder_and_no_graph_caches_and_puts_everything_back():
+    import torch._functorch.config as fc
+    import torch._inductor.config as ic
+    from step_phases import cold_inductor
+    before = (os.environ.get("TORCHINDUCTOR_CACHE_DIR"), ic.fx_graph_cache, fc.enable_autograd_cache)
+    with cold_inductor():
+        folder = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        assert folder.is_dir() and not any(folder.iterdir()) and str(folder) != before[0]
+        assert ic.fx_graph_cache is False and fc.enable_autograd_cache is False
+    assert not folder.exists()
+    assert (os.environ.get("TORCHINDUCTOR_CACHE_DIR"), ic.fx_graph_cache, fc.enable_autograd_cache) == before
+
+
+@needs_data
+def test_a_run_compiles_from_cold_with_freezing_and_writes_its_record(monkeypatch):
+    import torch._inductor.config as ic
+    seen, got = [], {}
+    def measure(decs, lines, beam, reps):  # what a search's passes would compile under, without minutes of compiling
+        seen.append((beam, reps, len(lines), list(decs), ic.freezing, ic.fx_graph_cache)); return {"median_s": {}}
+    monkeypatch.setattr(inductor_step, "measure", measure)
+    monkeypatch.setattr(inductor_step, "write", lambda res, name: got.update(res=res, name=name))
+    threads = torch.get_num_threads()
+    try: assert inductor_step.main(["--sentences", "32", "--reps", "2", "--threads", "1", "--out", "t.json"]) == 0
+    finally: torch.set_num_threads(threads)  # the tool sets it for its own process
+    names = ["served", "plain_modules", *inductor_step.SETTINGS]
+    assert seen == [(1, 2, 32, names, True, False), (4, 2, 32, names, True, False)]
+    assert not ic.freezing and ic.fx_graph_cache  # both as they were
+    res = got["res"]
+    assert got["name"] == "t.json" and res["threads"] == 1 and set(res["searches"]) == {"greedy", "beam4"}
+    assert res["compile_options"]["inductor_lean"]["guard_filter_fn"] == "skip_guard_on_all_nn_modules_unsafe"

@@ -1,25 +1,19 @@
 "tools/max_autotune.py: torch.compile's max-autotune mode beside its default on the trainer's step (32b); its record, bad arguments."
-import os, shutil, subprocess, sys
+import os, subprocess, sys
 from pathlib import Path
 import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL = REPO / "tools" / "max_autotune.py"
-KEYS = ("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE")
 
 
 @pytest.fixture(scope="module")
 def tool():
-    "The tool as a module; the inductor settings its import makes (for a process of its own) are undone here."
-    saved = {k: os.environ.get(k) for k in KEYS}
+    "The tool as a module (its import sets nothing: it compiles from cold inside `cold_inductor` only)."
     sys.path.insert(0, str(REPO / "tools"))
     import max_autotune
-    for k, v in saved.items():
-        if v is None: os.environ.pop(k, None)
-        else: os.environ[k] = v
-    yield max_autotune
-    shutil.rmtree(max_autotune.CACHE, ignore_errors=True)
+    return max_autotune
 
 
 def run_tool(*args, env=None):
@@ -57,7 +51,9 @@ def test_each_variant_compiles_in_its_mode(tool, monkeypatch):
 
 
 def test_the_record_holds_each_variant_and_its_ratios(tool, monkeypatch):
-    monkeypatch.setattr(torch, "compile", lambda net, **kw: net)  # the record's shape, without minutes of compiling
+    import torch._inductor.config as ic
+    cold = []  # at each compile: whether inductor's cache of graphs was off (the run compiles from cold)
+    monkeypatch.setattr(torch, "compile", lambda net, **kw: cold.append(not ic.fx_graph_cache) or net)  # no minutes
     monkeypatch.setattr(tool, "keep_freed_memory", lambda: True)  # malloc as this test process has it
     got = {}
     monkeypatch.setattr(tool, "write", lambda res, name: got.update(res=res, name=name))
@@ -70,3 +66,4 @@ def test_the_record_holds_each_variant_and_its_ratios(tool, monkeypatch):
     assert r["speed_over_eager"]["eager"] == 1.0
     assert r["max_autotune_over_default"] == pytest.approx(r["step_s"]["default"] / r["step_s"]["max-autotune"])
     assert r["speed_over_eager"]["default"] == pytest.approx(r["step_s"]["eager"] / r["step_s"]["default"])
+    assert cold == [True, True] and ic.fx_graph_cache  # both compiled variants, and the setting back afterwards

@@ -13,23 +13,19 @@ twin. The decoders' passes alternate; after the timed passes, one pass of each r
 Each compile starts cold (inductor's caches off, a new empty cache folder, removed at the end). Writes
 results/bench/NAME.json (default inductor-step-<cpu>-<threads>t.json). Needs quiet cores.
 """
-import os, shutil, sys, tempfile, time
+import sys, time
 from contextlib import contextmanager
-
-CACHE = tempfile.mkdtemp(prefix="inductor-step-")  # set before torch is imported, so that inductor reads it
-os.environ.update(TORCHINDUCTOR_CACHE_DIR=CACHE, TORCHINDUCTOR_FX_GRAPH_CACHE="0", TORCHINDUCTOR_AUTOGRAD_CACHE="0")
-
-import torch  # noqa: E402
-from annotated_transformer.architecture.layers import pack_linears  # noqa: E402
-from annotated_transformer.bench.bench_suite import settings  # noqa: E402
-from annotated_transformer.bench.benchmarks import median  # noqa: E402
-from annotated_transformer.bench.op_profile import _profiled, op_summary  # noqa: E402
-from annotated_transformer.engine.loading import load_model  # noqa: E402
-from annotated_transformer.training.decode import DecoderState  # noqa: E402
-from annotated_transformer.translation import inference  # noqa: E402
-from live_parity import positive_int  # noqa: E402  (tools/, beside this file)
-from step_phases import write  # noqa: E402
-from step_products import ROWS, run_or_say, test2016, test2016_args  # noqa: E402
+import torch
+from annotated_transformer.architecture.layers import pack_linears
+from annotated_transformer.bench.bench_suite import settings
+from annotated_transformer.bench.benchmarks import median
+from annotated_transformer.bench.op_profile import _profiled, op_summary
+from annotated_transformer.engine.loading import load_model
+from annotated_transformer.training.decode import DecoderState
+from annotated_transformer.translation import inference
+from live_parity import positive_int  # tools/, beside this file
+from step_phases import cold_inductor, write
+from step_products import ROWS, run_or_say, test2016, test2016_args
 
 SEARCHES = {"greedy": 1, "beam4": 4}  # name -> beam size
 SETTINGS = {  # compiled variant -> torch.compile's options (inductor's settings, and the guards kept)
@@ -107,17 +103,18 @@ def run(a) -> int:
                sentences=len(lines), batch_size=ROWS, reps=a.reps, threads=a.threads,
                compile_options={k: {o: getattr(v, "__name__", v) for o, v in s.items()} for k, s in SETTINGS.items()},
                searches={})
-    for k, beam in SEARCHES.items():
-        t0 = time.perf_counter()
-        torch._dynamo.reset()  # each search compiles from nothing
-        # inductor's freezing (weights as constants, packed by inductor) for both compiled variants: torch.compile's
-        # options do not reach it, so it is set around the passes, which compile, and not for the whole process
-        with torch._inductor.config.patch(freezing=True):
+    # inductor's freezing (weights as constants, packed by inductor) for both compiled variants: torch.compile's
+    # options do not reach it, so it is set around the passes, which compile, and not for the whole process
+    with cold_inductor(), torch._inductor.config.patch(freezing=True):
+        for k, beam in SEARCHES.items():
+            t0 = time.perf_counter()
+            torch._dynamo.reset()  # each search compiles from nothing
             r = res["searches"][k] = measure(decoders(served, plain), lines, beam, a.reps)
-        print(f"{k} ({time.perf_counter() - t0:.0f} s): " + "; ".join(
-            f"{n} {1e3 * r['median_s'][n]:.0f} ms ({r['speed_over_served'][n]:.2f}x served, first pass "
-            f"{r['first_pass_s'][n]:.1f} s, identical {100 * r['identical_to_served'][n]:.1f}%)" for n in r["median_s"]),
-            flush=True)
+            print(f"{k} ({time.perf_counter() - t0:.0f} s): " + "; ".join(
+                f"{n} {1e3 * r['median_s'][n]:.0f} ms ({r['speed_over_served'][n]:.2f}x served, first pass "
+                f"{r['first_pass_s'][n]:.1f} s, identical {100 * r['identical_to_served'][n]:.1f}%)"
+                for n in r["median_s"]),
+                flush=True)
     write(res, a.out or f"inductor-step-{res['settings']['cpu']['id'].replace(' ', '')}-{a.threads}t.json")
     return 0
 
@@ -126,8 +123,7 @@ def main(argv=None) -> int:
     ap = test2016_args(__doc__, "test2016 sentences")
     ap.add_argument("--reps", type=positive_int, default=5, help="timed passes of each decoder (the median is kept)")
     ap.add_argument("--threads", type=positive_int, default=2, help="torch threads")
-    try: return run_or_say("inductor_step.py", run, ap.parse_args(argv))
-    finally: shutil.rmtree(CACHE, ignore_errors=True)
+    return run_or_say("inductor_step.py", run, ap.parse_args(argv))
 
 
 if __name__ == "__main__":

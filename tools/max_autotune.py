@@ -9,20 +9,16 @@ Each compile starts cold: inductor's caches of graphs are off and its cache fold
 end, so that a first call's time is a real compile's. malloc keeps freed memory, as at-bench and the trainer have it.
 Writes results/bench/NAME.json (default max-autotune-<cpu>-<threads>t.json). Needs quiet cores.
 """
-import argparse, os, shutil, sys, tempfile, time
-
-CACHE = tempfile.mkdtemp(prefix="max-autotune-inductor-")  # set before torch is imported, so that inductor reads it
-os.environ.update(TORCHINDUCTOR_CACHE_DIR=CACHE, TORCHINDUCTOR_FX_GRAPH_CACHE="0", TORCHINDUCTOR_AUTOGRAD_CACHE="0")
-
-import torch  # noqa: E402
-from annotated_transformer.bench.benchmarks import (bench_config, make_pair, make_train_step, median,  # noqa: E402
+import argparse, sys, time
+import torch
+from annotated_transformer.bench.benchmarks import (bench_config, make_pair, make_train_step, median,
                                                     random_padded_batch, time_interleaved)
-from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings  # noqa: E402
-from annotated_transformer.bench.fast_path import FAST  # noqa: E402
-from annotated_transformer.engine.precision import NATIVE_BF16_FLAGS, cpu_flags, keep_freed_memory  # noqa: E402
-from live_parity import positive_int  # noqa: E402  (tools/, beside this file)
-from step_phases import out_name, write  # noqa: E402
-from step_products import run_or_say  # noqa: E402
+from annotated_transformer.bench.bench_suite import DEFAULT_SHAPES, settings
+from annotated_transformer.bench.fast_path import FAST
+from annotated_transformer.engine.precision import NATIVE_BF16_FLAGS, cpu_flags, keep_freed_memory
+from live_parity import positive_int  # tools/, beside this file
+from step_phases import cold_inductor, out_name, write
+from step_products import run_or_say
 
 MODES = {"eager": None, "default": "default", "max-autotune": "max-autotune"}  # variant -> torch.compile's mode
 
@@ -58,16 +54,18 @@ def run(a) -> int:
     keep_freed_memory()
     res = dict(command="python tools/max_autotune.py " + " ".join(a.argv), settings=settings("cpu"), reps=a.reps,
                threads=torch.get_num_threads(), torch_compile_modes=MODES, results={})
-    for p in a.presets:
-        for prec in a.precisions:
-            t0 = time.perf_counter()
-            r = res["results"].setdefault(p, {})[prec] = trial(p, prec, a.batch_size, a.reps)
-            s, f = r["step_s"], r["first_call_s"]
-            print(f"{p} {prec} (batch {r['batch_size']} x {r['src_len']}): step eager {1e3 * s['eager']:.1f} ms, "
-                  f"compiled {1e3 * s['default']:.1f} ms (first call {f['default']:.1f} s), max-autotune "
-                  f"{1e3 * s['max-autotune']:.1f} ms (first call {f['max-autotune']:.1f} s); max-autotune ÷ default "
-                  f"{r['max_autotune_over_default']:.2f}x, ÷ eager {r['speed_over_eager']['max-autotune']:.2f}x "
-                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    with cold_inductor():  # one cache folder for the run, as the stored runs had
+        for p in a.presets:
+            for prec in a.precisions:
+                t0 = time.perf_counter()
+                r = res["results"].setdefault(p, {})[prec] = trial(p, prec, a.batch_size, a.reps)
+                s, f = r["step_s"], r["first_call_s"]
+                print(f"{p} {prec} (batch {r['batch_size']} x {r['src_len']}): step eager {1e3 * s['eager']:.1f} ms, "
+                      f"compiled {1e3 * s['default']:.1f} ms (first call {f['default']:.1f} s), max-autotune "
+                      f"{1e3 * s['max-autotune']:.1f} ms (first call {f['max-autotune']:.1f} s); max-autotune ÷ "
+                      f"default {r['max_autotune_over_default']:.2f}x, "
+                      f"÷ eager {r['speed_over_eager']['max-autotune']:.2f}x "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
     cpu = res["settings"]["cpu"]["id"].replace(" ", "")
     write(res, a.out or f"max-autotune-{cpu}-{res['threads']}t.json")
     return 0
@@ -84,8 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=out_name, default=None, help="a file name under results/bench/")
     a = ap.parse_args(argv)
     a.argv = argv
-    try: return run_or_say("max_autotune.py", run, a)
-    finally: shutil.rmtree(CACHE, ignore_errors=True)
+    return run_or_say("max_autotune.py", run, a)
 
 
 if __name__ == "__main__":

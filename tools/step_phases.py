@@ -9,6 +9,7 @@ seconds of each phase, with the CPU named. With --chart-ops: results/bench/ops-p
 self time of each operator group per step of ptb-chart (`chart_ops`). Needs quiet cores: nothing else should run beside it.
 """
 import argparse, json, os, sys, time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 import torch
@@ -106,6 +107,20 @@ def write(res: dict, name: str):
     out = ROOT / "results" / "bench" / name
     atomic_write(out, json.dumps(res, indent=1) + "\n")
     print("wrote", out)
+
+
+@contextmanager
+def cold_inductor():
+    """Inside, every compile starts cold, as a user's first run does: inductor's caches of compiled graphs are off and
+    its cache folder is a new empty one, removed on leaving (it still reuses a C++ kernel already built inside). The
+    environment and inductor's settings are as they were afterwards, so importing a tool that uses it changes nothing."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    import torch._inductor.utils as inductor_utils
+    fresh = getattr(inductor_utils, "fresh_cache", None) or inductor_utils.fresh_inductor_cache  # older PyTorch's name
+    with (fresh(), inductor_config.patch(fx_graph_cache=False),
+          functorch_config.patch(enable_autograd_cache=False)):
+        yield
 
 
 if __name__ == "__main__":
