@@ -10,7 +10,8 @@ twin. The decoders' passes alternate; after the timed passes, one pass of each r
     python tools/inductor_step.py --out NAME.json
     python tools/held_to_avx2.py python tools/inductor_step.py --out NAME.json
 
-Each compile starts cold (inductor's caches off, a new empty cache folder, removed at the end). Writes
+Each search compiles anew (torch._dynamo.reset), with inductor's caches of graphs off, in a cache folder new and empty for
+the run and removed at the end (a C++ kernel already built in the run is reused). Writes
 results/bench/NAME.json (default inductor-step-<cpu>-<threads>t.json). Needs quiet cores.
 """
 import sys, time
