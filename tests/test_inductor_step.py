@@ -7,7 +7,6 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 import inductor_step  # noqa: E402
-from annotated_transformer.engine.loading import load_model  # noqa: E402
 from annotated_transformer.training.data import default_data_dir  # noqa: E402
 from annotated_transformer.training.decode import DecoderState  # noqa: E402
 
@@ -40,9 +39,7 @@ def test_each_compiled_variant_gets_dynamic_shapes_and_its_own_options():
 
 @pytest.fixture(scope="module")
 def translators():
-    served, plain = load_model(MODEL, "at-translate"), load_model(MODEL, "at-translate", pack=False)
-    inductor_step.pack_linears(plain.model.encoder)
-    return served, plain
+    return inductor_step.translators(MODEL)
 
 
 @needs_data
@@ -50,7 +47,7 @@ def test_the_step_function_decodes_as_served_and_stepping_puts_the_step_back(tra
     """Every cached step through `model_step` (the plain model's modules) translates as the served translator does;
     `DecoderState.step` is the class's own again afterwards, and after an error inside."""
     served, plain = translators
-    lines = inductor_step.test2016(None, "de", 32)[1]
+    lines = inductor_step.test2016_batches(None, 32)
     calls, orig = [], DecoderState.step
     def step_fn(*a):
         calls.append(a[-1]); return inductor_step.model_step(*a)
@@ -67,7 +64,7 @@ def test_the_step_function_decodes_as_served_and_stepping_puts_the_step_back(tra
 @needs_data
 def test_the_record_s_ratios_and_agreement(translators, monkeypatch):
     served, plain = translators
-    lines = inductor_step.test2016(None, "de", 32)[1]
+    lines = inductor_step.test2016_batches(None, 32)
     decs = inductor_step.decoders(served, plain, lambda fn, **kw: fn)  # the compiled variants as the eager function
     r = inductor_step.measure(decs, lines, 1, 2)
     med = r["median_s"]

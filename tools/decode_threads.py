@@ -21,7 +21,7 @@ from annotated_transformer.engine.loading import load_model
 from annotated_transformer.translation import inference
 from live_parity import positive_int  # tools/, beside this file
 from step_phases import write
-from step_products import ROWS, run_or_say, test2016, test2016_args
+from step_products import ROWS, run_or_say, test2016_args, test2016_batches
 
 SEARCHES = {"greedy": 1, "beam4": 4}  # name -> beam size
 THREADS = (1, 2)
@@ -69,10 +69,7 @@ def measure(tr, lines: list[str], beam: int, reps: int) -> dict:
 
 
 def run(a) -> int:
-    src, lines = test2016(a.data_dir, "de", a.sentences)
-    if len(lines) < ROWS:
-        raise ValueError(f"{src}: {len(lines)} sentences read; the batches are of {ROWS}, so at least {ROWS} are "
-                         "needed (--sentences)")
+    lines = test2016_batches(a.data_dir, a.sentences)
     tr = load_model(a.checkpoint, "at-translate")
     res = dict(settings=settings("cpu"), checkpoint=str(a.checkpoint), command=" ".join(sys.argv),
                sentences=len(lines), batch_size=ROWS, reps=a.reps, threads=list(THREADS),

@@ -26,7 +26,7 @@ from annotated_transformer.training.decode import DecoderState
 from annotated_transformer.translation import inference
 from live_parity import positive_int  # tools/, beside this file
 from step_phases import cold_inductor, write
-from step_products import ROWS, run_or_say, test2016, test2016_args
+from step_products import ROWS, run_or_say, test2016_args, test2016_batches
 
 SEARCHES = {"greedy": 1, "beam4": 4}  # name -> beam size
 SETTINGS = {  # compiled variant -> torch.compile's options (inductor's settings, and the guards kept)
@@ -61,6 +61,13 @@ def decoders(served, plain, compile_fn=torch.compile) -> dict:
     return out
 
 
+def translators(checkpoint) -> tuple:
+    "The translator as served, and the same with the decoder's Linears plain (the encoder as served)."
+    plain = load_model(checkpoint, "at-translate", pack=False)
+    pack_linears(plain.model.encoder)  # only the decoder's steps differ
+    return load_model(checkpoint, "at-translate"), plain
+
+
 def one_pass(tr, step_fn, lines: list[str], beam: int) -> list[str]:
     "One pass over `lines` as `translate` searches them, each step through `step_fn` (None: as served)."
     run = lambda: inference.translate(tr.model, tr.tokenizer, lines, beam_size=beam, batch_size=ROWS)
@@ -93,13 +100,8 @@ def measure(decs: dict, lines: list[str], beam: int, reps: int) -> dict:
 
 def run(a) -> int:
     torch.set_num_threads(a.threads)
-    src, lines = test2016(a.data_dir, "de", a.sentences)
-    if len(lines) < ROWS:
-        raise ValueError(f"{src}: {len(lines)} sentences read; the batches are of {ROWS}, so at least {ROWS} are "
-                         "needed (--sentences)")
-    served = load_model(a.checkpoint, "at-translate")
-    plain = load_model(a.checkpoint, "at-translate", pack=False)
-    pack_linears(plain.model.encoder)  # the encoder as served: only the decoder's steps differ
+    lines = test2016_batches(a.data_dir, a.sentences)
+    served, plain = translators(a.checkpoint)
     res = dict(settings=settings("cpu"), checkpoint=str(a.checkpoint), command=" ".join(sys.argv),
                sentences=len(lines), batch_size=ROWS, reps=a.reps, threads=a.threads,
                compile_options={k: {o: getattr(v, "__name__", v) for o, v in s.items()} for k, s in SETTINGS.items()},

@@ -87,6 +87,16 @@ def test2016(data_dir, lang: str, n: int) -> tuple[Path, list[str]]:
     return f, read_lines(f, "--data-dir: the folder holding multi30k/")[:n]
 
 
+def test2016_batches(data_dir, n: int) -> list[str]:
+    """test2016's first `n` German lines, for a tool that decodes them in batches of `ROWS`: a ValueError naming the
+    file where fewer than one batch are read."""
+    src, lines = test2016(data_dir, "de", n)
+    if len(lines) < ROWS:
+        raise ValueError(f"{src}: {len(lines)} sentences read; the batches are of {ROWS}, so at least {ROWS} are "
+                         "needed (--sentences)")
+    return lines
+
+
 def run(a) -> int:
     torch.set_num_threads(1)
     src, lines = test2016(a.data_dir, "de", a.sentences)
