@@ -1,11 +1,11 @@
 """The book speaks of the project only: runs, machines, dates. Published text never speaks of how the work was
-organised: no "session", "issue" or "ticket" on a page (prose, shown code, stored outputs), in the README, or in a
+organised: no "session" (or "sitting"), "issue" or "ticket" on a page (prose, shown code, stored outputs), in the README, or in a
 results/ JSON file that the pages read."""
 import json, re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = re.compile(r'\b(sessions?|issues?|tickets?)\b', re.I)
+WORDS = re.compile(r'\b(sessions?|sittings?|issues?|tickets?)\b', re.I)
 HIDDEN = re.compile(r'^#\|\s*(hide\b|include:\s*false)', re.M)
 
 
@@ -39,7 +39,8 @@ def test_published_text_speaks_of_the_project_only():
 def test_the_voice_rule_sees_prose_code_and_outputs(tmp_path):
     "Plant each form once: the rule must see it"
     cell = lambda t, src, out=None: dict(cell_type=t, source=src, metadata={}, outputs=out or [], **({'execution_count': None} if t == 'code' else {}))
-    for c in (cell('markdown', 'As the last session showed.'), cell('code', '# fixed in issue 12\nx = 1'),
+    for c in (cell('markdown', 'As the last session showed.'), cell('markdown', 'It ran in two sittings.'),
+              cell('code', '# fixed in issue 12\nx = 1'),
               cell('code', 'print(x)', [dict(output_type='stream', name='stdout', text='see ticket 3\n')])):
         p = tmp_path/'01_x.ipynb'
         if c['cell_type'] == 'markdown': c.pop('outputs')
