@@ -116,6 +116,8 @@ def test_explorer_draws_every_head_for_the_readers_sentence(chromium, server, py
     ('Ein Hund 🐕 läuft 🏃‍♂️ im Schnee ❄️.', r'^Translated in'),
     ('一只狗在雪地里奔跑。', r'^Translated in'),
     ('<img src=x onerror="alert(1)"><b>Ein Hund</b> läuft.', r'^Translated in'),
+    ('?!... ,;:', r'no words, only punctuation or symbols'),
+    ('😀🚲🎉 👍', r'no words, only punctuation or symbols'),
 ])
 def test_bad_input_gets_a_message_not_a_frozen_page(chromium, server, text, expect):
     ctx, page, seen = _open(chromium, server, 'at_work.html')
@@ -134,3 +136,30 @@ def test_a_model_file_that_fails_to_load_says_so(chromium, server):
     assert 'decoder.onnx' in status and '404' in status, status
     ctx.close()
     assert not [e for e in seen['errors'] if '404' not in e], seen['errors']  # the browser itself logs the failed request
+
+
+def test_a_refused_run_leaves_no_earlier_result_on_show(chromium, server):
+    "A translation or parse that fails (the page's check, or the model's own limit) clears the last sentence's result."
+    ctx, page, seen = _open(chromium, server, 'at_work.html')
+    box = page.locator('.live-translate')
+    assert _run(page, box, DE).startswith('Translated in') and box.locator('.live-output').text_content()
+    status = _run(page, box, 'x' * 2000)  # one word, more subword tokens than the model takes
+    assert 'at most' in status and box.locator('.live-output').text_content() == '', status
+    assert _run(page, box, DE).startswith('Translated in')
+    assert _run(page, box, '   ').startswith('Type a sentence') and box.locator('.live-output').text_content() == ''
+    parse = page.locator('.live-parse')
+    assert _run(page, parse, EN_PARSE).startswith('Parsed in')
+    assert _run(page, parse, '').startswith('Type a sentence')
+    assert parse.locator('.live-words').text_content() == '' and parse.locator('.live-bracketed').text_content() == ''
+    assert parse.locator('svg').count() == 0
+    _close_clean(ctx, seen, refused=False)
+
+
+def test_one_long_word_does_not_widen_the_page(chromium, server):
+    ctx, page, seen = _open(chromium, server, 'at_work.html')
+    parse = page.locator('.live-parse')
+    status = _run(page, parse, 'z' * 2000)
+    assert status.startswith('Parsed in') and status.endswith('(1 word).'), status
+    wide = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert wide <= 0, f'the page scrolls sideways by {wide} px'
+    _close_clean(ctx, seen, refused=False)

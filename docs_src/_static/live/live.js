@@ -90,6 +90,7 @@ function words(text) { return text.trim() ? text.trim().split(/\s+/).length : 0;
 /** The reader's text, or a message saying why it cannot be used. */
 export function checkInput(text) {
   if (!text.trim()) return {error: 'Type a sentence first.'};
+  if (!/[\p{L}\p{N}]/u.test(text)) return {error: 'That has no words, only punctuation or symbols: type a sentence.'};
   const n = words(text);
   if (n > MAX_WORDS) return {error: `That is ${n} words; the in-page model takes one sentence of at most ${MAX_WORDS} words. Try a shorter one.`};
   return {text: text.replace(/\s+/g, ' ').trim()};
@@ -115,12 +116,14 @@ async function sizeNote(root, names, prefix) {
 /**
  * Wire a box's button: check the reader's text, load the model (its progress on a line of its own), then run
  * `work(model, text)`, whose returned message, or the error's, goes to the status line. A RangeError (too long) is
- * the reader's to fix and is shown as it is.
+ * the reader's to fix and is shown as it is. `clear` empties the box's output first, so that a run that fails never
+ * leaves the last sentence's result on show as if it were this one's.
  */
-function onRun({go, box, status, progress, model, what, doing, failed, onBadInput = () => {}}, work) {
+function onRun({go, box, status, progress, model, what, doing, failed, clear = () => {}}, work) {
   go.addEventListener('click', async () => {
+    clear();
     const input = checkInput(box.value);
-    if (input.error) { status.set(input.error, 'error'); onBadInput(); return; }
+    if (input.error) { status.set(input.error, 'error'); return; }
     go.disabled = true;
     try {
       status.set(`Waiting for the ${what}…`);
@@ -160,7 +163,7 @@ function translateBox(root) {
     out.textContent = ''; warm();
   });
   onRun({go, box, status, progress, model: () => model, what: 'model', doing: 'Translating…', failed: 'Could not translate',
-         onBadInput: () => { out.textContent = ''; }}, async (tr, text) => {
+         clear: () => { out.textContent = ''; }}, async (tr, text) => {
     const t0 = performance.now();
     const r = await tr.translate(text, {beamSize: Number(decoding.value)});
     out.textContent = r.text;
@@ -181,15 +184,16 @@ function parseBox(root) {
   const status = statusLine(root), progress = statusLine(root, 'live-progress');
   const note = el('p', {class: 'live-note'}, root);
   sizeNote(note, ['ptb-chart'], 'The parser loads when you press Parse.');
-  onRun({go, box, status, progress, model: () => 'ptb-chart', what: 'parser', doing: 'Parsing…', failed: 'Could not parse'},
-        async (parser, text) => {
+  onRun({go, box, status, progress, model: () => 'ptb-chart', what: 'parser', doing: 'Parsing…', failed: 'Could not parse',
+         clear: () => { words.textContent = ''; tree.textContent = ''; bracketed.textContent = ''; }}, async (parser, text) => {
     const t0 = performance.now();
     const r = await parser.parse(text);
     words.textContent = 'Penn Treebank words: ' + r.words.join('  ');
     bracketed.textContent = r.bracketed;
     tree.textContent = '';
     drawTree(tree, parseBracketed(r.bracketed));
-    return `Parsed in ${((performance.now() - t0) / 1000).toFixed(2)} s, in this page (${r.words.length} words).`;
+    const n = r.words.length;
+    return `Parsed in ${((performance.now() - t0) / 1000).toFixed(2)} s, in this page (${n} ${n === 1 ? 'word' : 'words'}).`;
   });
 }
 
