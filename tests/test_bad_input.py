@@ -633,6 +633,35 @@ ROWS += [
     row("parse-gold-and-input", "at-parse", lambda c: pa(c, None, "--gold", c.f("gold.mrg", GOLD), inp=c.sents), 2, "--gold"),
     row("variations-depth-not-dividing", "at-variations", lambda c: va(c, "--depth", "6"), 2, "--depth"),
     row("bench-data-dir-missing", "at-bench", lambda c: be(c, "--data-dir", str(c.tmp / "nodata")), 2, "--data-dir"),
+    # an output that is an input: it was overwritten by what was read from it
+    row("translate-output-is-input", "at-translate", lambda c: tl(c, None, "--output", c.good), 2, "is the --input file"),
+    row("translate-output-is-reference", "at-translate",
+        lambda c: tl(c, None, "--reference", c.f("ref.en", "a dog runs .\n"), "--output", str(c.tmp / "ref.en")), 2,
+        "is the --reference file"),
+    row("parse-output-is-input", "at-parse", lambda c: pa(c, None, "--output", c.sents), 2, "is the --input file"),
+    # empty names: they read stdin, or were skipped as if not given
+    row("translate-input-empty-name", "at-translate", lambda c: tl(c, None, "--input", ""), 2, "--input ''"),
+    row("translate-reference-empty-name", "at-translate", lambda c: tl(c, None, "--reference", ""), 2, "--reference ''"),
+    row("translate-checkpoint-empty-name", "at-translate", lambda c: tl(c, ""), 2, "--checkpoint ''"),
+    row("parse-gold-empty-name", "at-parse", lambda c: pa(c, None, "--gold", ""), 2, "--gold ''"),
+    row("evaluate-run-dir-empty-name", "at-evaluate", lambda c: ev(c, ""), 2, "run_dir ''"),
+    row("bench-checkpoint-empty-name", "at-bench", lambda c: be(c, "--checkpoint", ""), 2, "--checkpoint ''"),
+    # values that crashed in a library, or ran and then failed
+    row("translate-alpha-huge", "at-translate", lambda c: tl(c, None, "--alpha", "1e5"), X, "--alpha"),
+    row("translate-max-len-zero", "at-translate", lambda c: tl(c, None, "--max-len-a", "0", "--max-len-b", "0"), X,
+        "--max-len-b"),
+    row("translate-max-len-a-huge", "at-translate", lambda c: tl(c, None, "--max-len-a", "1e30"), 0, "translated"),
+    row("train-pad-idx-outside-vocab", "at-train", lambda c: tr(c, "--pad-idx", "99"), 2, opt("pad_idx")),
+    row("train-bos-idx-neg", "at-train", lambda c: tr(c, "--bos-idx", "-3"), 2, opt("bos_idx")),
+    row("train-copy-symbols-above-vocab", "at-train", lambda c: tr(c, "--copy-symbols", "100"), 2, "--copy-symbols 100"),
+    row("train-seed-neg", "at-train", lambda c: tr(c, "--seed", "-1"), 2, opt("seed")),
+    row("train-seed-huge", "at-train", lambda c: tr(c, "--seed", "99999999999999999999"), 2, opt("seed")),
+    row("train-run-dir-holds-results", "at-train",
+        lambda c: ((c.tmp / "run").mkdir(), (c.tmp / "run" / "results.json").write_text("{}\n"), tr(c))[2], X, "results.json"),
+    row("bench-threads-above-cpus", "at-bench", lambda c: be(c, "--threads", "100000"), 2, "--threads 100000"),
+    row("bench-seqlens-above-max-len", "at-bench",
+        lambda c: ["--presets", "tiny", "--benchmarks", "seqlen", "--seqlens", "16,512", "--out", str(c.tmp / "b.json")], 2,
+        "--seqlens 512"),
 ]
 
 # ---------------------------------------------------------------- running a row and judging what the user saw

@@ -291,6 +291,8 @@ SRC = torch.tensor([[4, 5, 6]])
     (dict(src=torch.tensor([[4.0, 5.0]])), TypeError, "src: expected token ids"),
     (dict(src=[4, 5]), TypeError, "src: expected token ids"),
     (dict(src_key_padding_mask=torch.zeros(1, 2, dtype=torch.bool)), ValueError, "src_key_padding_mask"),
+    (dict(alpha=1e5), ValueError, "alpha=100000.0: expected at most 10"),  # the length penalty would overflow
+    (dict(max_len_a=0, max_len_b=0), ValueError, "max_len_b=0: with max_len_a=0"),  # no output token: no hypothesis
 ])
 def test_beam_search_refuses_bad_arguments_by_name(tiny, kw, error, words):
     args = {**dict(src=SRC), **kw}
@@ -378,3 +380,32 @@ def test_a_refused_malicious_pickle_is_one_line_without_torchs_warning(copy_run,
     err = capfd.readouterr().err
     assert not caught and err.splitlines() == [f"warning: skipped {run / 'ckpt_0000009.pt'}: not a readable checkpoint: not a file "
         "torch.save wrote, cut short, or a pickle of more than tensors and plain data (UnpicklingError); using ckpt_0000002.pt"], (caught, err)
+
+
+def test_a_huge_length_limit_is_the_model_s_own(tiny):
+    "max_len_a=1e30 overflowed the integer limit to a negative one: no step ran and no hypothesis came back"
+    hyps = beam_search(tiny, SRC, max_len_a=1e30, beam_size=2)
+    assert len(hyps) == 1 and hyps[0] and len(hyps[0][0].tokens) >= 1
+    assert greedy_decode(tiny, SRC, max_len_a=1e30).size(1) >= 2
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(pad_idx=99), "pad_idx=99: expected a token id in 0..10"), (dict(bos_idx=-3), "bos_idx=-3"),
+    (dict(eos_idx=11), "eos_idx=11"),
+])
+def test_transformer_config_refuses_special_ids_outside_its_vocabulary(kw, words):
+    with pytest.raises(ValueError, match=words): TransformerConfig.tiny(src_vocab_size=11, tgt_vocab_size=11, **kw)
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 10**20])
+def test_train_config_refuses_a_seed_numpy_and_torch_cannot_take(seed):
+    with pytest.raises(ValueError, match=f"seed={seed}: expected an integer from 0"): TrainConfig(seed=seed)
+
+def test_served_models_refuse_a_batch_size_below_one_and_translate_refuses_a_str():
+    from annotated_transformer import pretrained
+    from annotated_transformer.translation.inference import translate
+    tr, ps = pretrained("multi30k-de-en"), pretrained("ptb-chart")
+    for bad in (0, -1):  # -1 returned [''] and [None] (no batch), 0 a range() error
+        with pytest.raises(ValueError, match=f"batch_size={bad}: expected an integer >= 1"): tr.translate(["ein hund"], batch_size=bad)
+        with pytest.raises(ValueError, match=f"batch_size={bad}: expected an integer >= 1"): ps.parse(["a dog ."], batch_size=bad)
+    with pytest.raises(TypeError, match="batch_size=2.0"): tr.translate(["ein hund"], batch_size=2.0)
+    with pytest.raises(TypeError, match="lines: a str; expected a list"): translate(tr.model, tr.tokenizer, "ein hund")  # each character a sentence
+    with pytest.raises(ValueError, match="batch_size=0"): translate(tr.model, tr.tokenizer, ["ein hund"], batch_size=0)

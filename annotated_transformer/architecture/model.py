@@ -120,6 +120,9 @@ class TransformerConfig:
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"tie_embeddings=True needs one shared vocabulary, got src_vocab_size="
                              f"{self.src_vocab_size} and tgt_vocab_size={self.tgt_vocab_size}")
+        for name in ("pad_idx", "bos_idx", "eos_idx"):  # ids in both vocabularies
+            v, V = getattr(self, name), min(self.src_vocab_size, self.tgt_vocab_size)
+            if not 0 <= v < V: raise ValueError(f"{name}={v}: expected a token id in 0..{V - 1}")
 
     @property
     def head_dim(self) -> int:

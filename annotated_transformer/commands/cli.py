@@ -16,14 +16,14 @@ from ..engine.checkpoint import CheckpointError, load_checkpoint
 from ..engine.loading import load_model
 from ..engine.shipped_models import (shipped_dir, shipped_names, shipped_path, check_ship_name, ship_translation,
                                                          ship_parser, training_run)
-from ..engine.tasks import TASKS, DataSpec, ModelSpec, task_preset, model_config
+from ..engine.tasks import TASKS, DataSpec, ModelSpec, check_copy_vocab, task_preset, model_config
 from ..translation.inference import bleu_scores
 from ..engine.evaluation import evaluate_run, run_splits, evaluation_summary, run_checkpoints
 from ..parsing.parser import parse_gold
 from ..engine.parsing_runs import iter_sentences, parse_chunks, read_gold
 from ..engine.kinds import architectures
 from ..engine.launch import run_task
-from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device, number, check_output,
+from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device, number, check_output, check_inputs,
                                            check_output_dir, as_option, in_options, run_script, BLANK_LINES,
                                            write_lines, write_stream, lines_per_chunk, blank_note, no_sentences)
 
@@ -103,6 +103,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[str, TransformerConfig | 
         if "betas" in kw: kw["betas"] = tuple(kw["betas"])
         try: out.append(type(obj)(**kw))
         except ValueError as e: parser.error(as_option(e))  # a config's own check (e.g. max_steps=0): one usage line, exit 2
+    if hasattr(out[2], "copy_symbols"):
+        try: check_copy_vocab(out[0], out[2])
+        except ValueError as e: parser.error(as_option(e))
     pick_device(parser, out[1].device)  # a CUDA device that is not there: exit 2 (the trainer resolves "auto" itself)
     if "rnn_cell" in ns: out[0] = model_config(out[0], ModelSpec(**{f.name: ns[f.name] for f in fields(ModelSpec)}))
     return (task, *out)
@@ -162,6 +165,8 @@ def translate_parser() -> Parser:
 def _translate(argv: list[str]) -> int:
     p = translate_parser()
     a = p.parse_args(argv)
+    check_inputs(p, ("--output", a.output), input=a.input, reference=a.reference, tokenizer=a.tokenizer,
+                 checkpoint=a.checkpoint)
     check_output(p, "--output", a.output)
     device = pick_device(p, a.device)
     translator = load_model(a.checkpoint or model_option(p, a.model), "at-translate", device, a.tokenizer)
@@ -222,6 +227,7 @@ def _evaluate(argv: list[str]) -> int:
     p = evaluate_parser()
     a = p.parse_args(argv)
     device = pick_device(p, a.device)  # a CUDA device that is not there: exit 2, before anything is read
+    if not a.run_dir.strip(): p.error(f"run_dir {a.run_dir!r}: expected the trainer's run directory")
     check_output(p, "--save-chosen", a.save_chosen)
     check_output_dir(p, "--out", a.out)
     if a.ship is not None:
@@ -282,6 +288,7 @@ def _parse(argv: list[str]) -> int:
     p = parse_parser()
     a = p.parse_args(argv)
     device = pick_device(p, a.device)
+    check_inputs(p, ("--output", a.output), input=a.input, gold=a.gold, checkpoint=a.checkpoint)
     if a.gold and a.input is not None: p.error(f"--gold {a.gold} and --input {a.input}: give one (--gold parses the words of its trees)")
     check_output(p, "--output", a.output)
     if a.ship is not None: check_parser_ship(p, a)  # before the model is read and the trees parsed

@@ -9,8 +9,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['DEVICE_HELP', 'BLANK_LINES', 'start', 'Terminated', 'run_script', 'HelpFormatter', 'Parser', 'number', 'bad_file',
-           'check_output', 'check_output_dir', 'as_option', 'in_options', 'device_name', 'add_device', 'pick_device',
-           'write_stream', 'write_lines', 'lines_per_chunk', 'blank_note', 'no_sentences']
+           'check_output', 'check_inputs', 'check_output_dir', 'as_option', 'in_options', 'device_name', 'add_device',
+           'pick_device', 'write_stream', 'write_lines', 'lines_per_chunk', 'blank_note', 'no_sentences']
 
 # %% ../../nbs/30a_console.ipynb #b2d0c007
 def _stop_at_once(prog: str):
@@ -121,6 +121,21 @@ def check_output(parser: argparse.ArgumentParser, option: str, path: str | None)
     if p.is_dir(): bad_file(parser, f"{option} {path}: is a directory; expected a file name")
     parent = p.resolve().parent
     if not parent.is_dir() or not os.access(parent, os.W_OK): bad_file(parser, f"{option} {path}: its directory does not exist or is not writable")
+
+def check_inputs(parser: argparse.ArgumentParser, output: tuple[str, str | None], **inputs: str | list[str] | None):
+    """Input options given as an empty string are refused (they would read stdin, or be skipped as if not given), and
+    so is an output file that is one of the inputs (writing it would destroy what is being read): exit 2."""
+    named = {f"--{k.replace('_', '-')}": v for k, v in inputs.items()}
+    for opt, v in named.items():
+        for x in (v if isinstance(v, list) else [v]):
+            if x is not None and not x.strip():
+                parser.error(f"{opt} {x!r}: expected a file name" + " (or - for stdin)" * (opt == "--input"))
+    option, out = output
+    if out in (None, "-") or not out.strip() or not Path(out).exists(): return  # an empty name: check_output's
+    for opt, v in named.items():
+        for x in (v if isinstance(v, list) else [v]):
+            if x not in (None, "-") and Path(x).exists() and os.path.samefile(out, x):
+                parser.error(f"{option} {out}: is the {opt} file; expected another file, so that the input is kept")
 
 def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
     "Refuse an output directory that cannot be made before any work starts: a file in its way, or no permission to write (exit 1)."

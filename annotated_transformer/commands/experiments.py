@@ -4,13 +4,13 @@
 
 # %% ../../nbs/39a_experiments.ipynb #074a68dc
 from __future__ import annotations
-import argparse, json, shlex, sys
+import argparse, json, os, shlex, sys
 from dataclasses import asdict, replace
 from pathlib import Path
 import torch
 from ..training.data import atomic_write
 from ..engine.checkpoint import CheckpointError, check_writable
-from ..bench.benchmarks import BENCH_PRESETS
+from ..bench.benchmarks import BENCH_PRESETS, bench_config
 from ..translation.variations import ROWS
 from ..engine.grid import GridSettings, run_grid
 from ..translation.table3 import write_summary
@@ -21,7 +21,7 @@ from .cli import add_config_options
 from ..engine.precision import keep_freed_memory
 
 # %% auto #0
-__all__ = ['variations_parser', 'variations_main', 'bench_parser', 'bench_main']
+__all__ = ['SEQLENS', 'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
 
 # %% ../../nbs/39a_experiments.ipynb #e50e1f16
 def variations_parser() -> argparse.ArgumentParser:
@@ -62,6 +62,8 @@ def variations_main(argv: list[str] | None = None) -> int:
     return run_script("at-variations", _variations, argv)
 
 # %% ../../nbs/39a_experiments.ipynb #60dd8c0a
+SEQLENS = (16, 32, 64, 128, 256, 512)  # the scaling benchmark's lengths, those a preset takes
+
 def _int_list(text, low: int = 1):
     try: xs = tuple(int(x) for x in text.split(",") if x)
     except ValueError: raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
@@ -85,7 +87,8 @@ def bench_parser() -> Parser:
     add_device(ap)
     ap.add_argument("--batch-size", type=number(int, 1), default=None, help="sentences per batch (default: per device and preset)")
     ap.add_argument("--src-len", type=number(int, 1), default=None, help="longest source/target length (default: per preset)")
-    ap.add_argument("--seqlens", type=_int_list, default=(16, 32, 64, 128, 256, 512), help="sequence lengths of the scaling benchmark")
+    ap.add_argument("--seqlens", type=_int_list, default=None, help="sequence lengths of the scaling benchmark "
+                    f"(default: those of {','.join(map(str, SEQLENS))} that every preset's max_len takes)")
     ap.add_argument("--precisions", default="fp32,bf16", help="of the train, infer and memory benchmarks: fp32, bf16 or both "
                     "(bf16 autocast is emulated, and slow, on CPUs without avx512_bf16 or amx_bf16)")
     ap.add_argument("--decode-batches", type=_int_list, default=(1, 64), help="sentences per call of the decode_batch benchmark")
@@ -105,6 +108,8 @@ def bench_parser() -> Parser:
 def _run_bench(argv: list[str]) -> int:
     ap = bench_parser()
     a = ap.parse_args(argv)
+    if a.checkpoint is not None and not a.checkpoint.strip():
+        ap.error(f"--checkpoint {a.checkpoint!r}: expected a file name")
     check_output(ap, "--out", a.out)
     device = pick_device(ap, a.device)
     try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, device, a.compile,
@@ -112,11 +117,20 @@ def _run_bench(argv: list[str]) -> int:
     except ValueError as e:
         if str(e).startswith("checkpoint="): raise CheckpointError(as_option(e)) from None  # a bad file: exit 1, as in every command
         ap.error(as_option(e))
+    cpus = os.cpu_count() or 1
+    for opt, ns in (("--threads", [a.threads]), ("--compile-threads", a.compile_threads or [])):
+        if max(ns, default=0) > cpus:
+            ap.error(f"{opt} {max(ns)}: this machine has {cpus} logical CPUs; expected at most {cpus}")
+    if "seqlen" in benchmarks:  # its lengths must fit every preset's positions
+        longest = min(bench_config(p).max_len for p in presets)
+        if a.seqlens is None: a.seqlens = tuple(n for n in SEQLENS if n <= longest)
+        elif max(a.seqlens) > longest:
+            ap.error(f"--seqlens {max(a.seqlens)}: longer than max_len {longest} of the presets {','.join(presets)}")
     if a.data_dir and not Path(a.data_dir).is_dir(): ap.error(f"--data-dir {a.data_dir}: not a directory; expected the data directory that holds multi30k/")
     out = Path(a.out or f"results/bench/{torch.device(device).type}.json")
     check_writable(out.parent, "--out")  # a real write, before minutes of benchmarks (a full disk, a read-only directory)
     keep_freed_memory(device)  # malloc as the trainer has it: the steps timed are the steps a run takes
-    res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, device, a.threads or None, shapes, a.seqlens,
+    res = run_benchmarks(presets, benchmarks, a.reps, a.warmup, device, a.threads or None, shapes, a.seqlens or SEQLENS,
                          a.scaling_tokens, None, a.peak_tflops, a.data_dir, log=lambda m: print(m, file=sys.stderr, flush=True),
                          decode_batches=a.decode_batches, precisions=precisions, checkpoint=a.checkpoint,
                          compile_threads=a.compile_threads, recipe=a.recipe)

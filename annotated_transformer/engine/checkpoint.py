@@ -119,6 +119,11 @@ def check_new_run(run_dir: str | Path, # where a run is about to start from step
                               "that best model; choose another --run-dir, or move best.pt away to start afresh")
     if held: raise CheckpointError(f"{run_dir} already holds a run's checkpoints ({', '.join(p.name for p in held[-3:])}): "
                                    "continue it with --resume, or choose another --run-dir")
+    # a run that stopped before its first checkpoint, or at-evaluate's --out: a new run would overwrite them
+    records = [n for n in ("metrics.jsonl", "results.json") if (run_dir / n).is_file()]
+    if records:
+        raise CheckpointError(f"{run_dir} already holds {' and '.join(records)} of another run or evaluation: a new "
+                              "run there would overwrite them; choose another --run-dir, or move them away")
 
 # %% ../../nbs/24_checkpoint.ipynb #36c566f9
 def state_checksum(state: dict) -> str:

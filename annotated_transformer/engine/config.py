@@ -76,6 +76,7 @@ class TrainConfig:
                 raise ValueError(f"{name}={v}: expected a finite number {'>= 0' if name == 'clip_norm' else '> 0'}")
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ValueError(f"betas={tuple(self.betas)}: expected two numbers in [0, 1)")
+        if not 0 <= self.seed < 2**32: raise ValueError(f"seed={self.seed}: expected an integer from 0 to 2**32 - 1")
 
     def cooldown_length(self) -> int:
         "The steps of the cooldown: `cooldown_steps`, or else `cooldown_share` of `max_steps`."

@@ -177,6 +177,7 @@ class Translator(Served):
     def translate(self, lines: str | list[str], beam_size: int = 4, alpha: float = 0.6, **options) -> list[str]:
         """One translation per line (`translate`'s options: max_len_a, max_len_b, batch_size, too_long, ...;
         `workers=N`: N batches side by side, `translate_threads`)."""
+        _check_batch_size(options)
         return self.kind.run(self.model, self.tokenizer, _text(lines), beam_size=beam_size, alpha=alpha, **options)
 
     def translate_chunks(self, lines: Iterable[str], chunk: int = 64, counts=None, **options) -> Iterator[list[str]]:
@@ -195,10 +196,16 @@ class ConstituencyParser(Served):
 
     def parse(self, lines: str | list[str], **options) -> list[Tree]:
         "One tree per line; a line is a tokenized sentence (words separated by spaces)."
-        lines = _text(lines)
+        lines = _text(lines); _check_batch_size(options)
         if any(not l.split() for l in lines):
             raise ValueError("lines: a line holds no words; expected one tokenized sentence per line")
         return [t for t, _ in self.kind.run(self.model, self.tokenizer, [l.split() for l in lines], **options)]
+
+def _check_batch_size(options: dict):
+    "A `batch_size` option, refused unless an integer >= 1 (a batch of none would drop every line)."
+    b = options.get("batch_size", 1)
+    if isinstance(b, bool) or not isinstance(b, int): raise TypeError(f"batch_size={b!r}: expected an integer")
+    if b < 1: raise ValueError(f"batch_size={b}: expected an integer >= 1")
 
 # %% ../../nbs/23a_model_kinds.ipynb #e950d6c9
 def _chart_objective(model_config: ChartConfig, tokenizer: ChartVocab) -> ChartObjective:

@@ -22,8 +22,9 @@ from ..parsing.chart_vocab import ChartVocab, chart_loader
 from ..parsing.parser import ParsingVocab, encode_trees
 
 # %% auto #0
-__all__ = ['PARSING_RECIPES', 'SIZES', 'MULTI30K_MODEL', 'MULTI30K_TRAIN', 'TASKS', 'DataSpec', 'Task', 'TaskData', 'build_data',
-           'sized_to', 'build_chart_data', 'build_parsing_data', 'task_preset', 'ModelSpec', 'model_config']
+__all__ = ['PARSING_RECIPES', 'SIZES', 'MULTI30K_MODEL', 'MULTI30K_TRAIN', 'TASKS', 'DataSpec', 'Task', 'TaskData',
+           'check_copy_vocab', 'build_data', 'sized_to', 'build_chart_data', 'build_parsing_data', 'task_preset',
+           'ModelSpec', 'model_config']
 
 # %% ../../nbs/29_tasks.ipynb #0c5e2941
 @dataclass
@@ -81,6 +82,13 @@ class TaskData:
     counts: dict = field(default_factory=dict)  # what was read and dropped (parsing)
 
 # %% ../../nbs/29_tasks.ipynb #ffeb209a
+def check_copy_vocab(mcfg, spec: DataSpec):
+    "The copy task's symbols must be ids of the model's vocabulary: a `ValueError` naming `copy_symbols`."
+    V = min(getattr(mcfg, "src_vocab_size", 0), getattr(mcfg, "tgt_vocab_size", 0))
+    if spec.recipe == "copy" and spec.copy_symbols > V:
+        raise ValueError(f"copy_symbols={spec.copy_symbols}: the model's vocabulary has {V} ids; expected at most {V} "
+                         "(or give the model a larger src_vocab_size and tgt_vocab_size)")
+
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                # a resumed run's tokenizer, from its checkpoint: reused, not retrained
                tokenizer_state: dict | None = None,
@@ -92,6 +100,7 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
                          "(build_parsing_data)")
     data_dir = spec.data_dir or None
     if spec.recipe == "copy":
+        check_copy_vocab(mcfg, spec)
         kw = dict(vocab_size=spec.copy_symbols, max_len=spec.copy_max_len, seed=tcfg.seed)
         train_ids = copy_task_pairs(spec.copy_n, **kw)
         val_ids = copy_task_pairs(spec.n_valid or 1000, **dict(kw, seed=tcfg.seed + 1))

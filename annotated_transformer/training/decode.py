@@ -14,7 +14,7 @@ from ..architecture.attention import merge_masks, to_sdpa_mask
 from ..architecture.layers import PackedDecoderStep
 
 # %% auto #0
-__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache']
+__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'MAX_ALPHA', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache']
 
 # %% ../../nbs/10_decode.ipynb #3db2ee18
 @torch.no_grad()
@@ -74,6 +74,7 @@ class DecodingConstraint:
         "Make per-row state follow re-ranked beams (called before `advance`)."
 
 # %% ../../nbs/35_fast_decoding.ipynb #a3359424
+MAX_ALPHA = 10.0  # the largest length-penalty exponent taken: ((5 + 255) / 6) ** alpha stays a float
 def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor | None = None, max_len_a: float = 1.0,
                    max_len_b: int = 50, beam_size: int = 1, alpha: float = 0.0, n_best: int = 1):
     "The arguments a reader passes to `greedy_decode` or `beam_search`: a `TypeError` or `ValueError` naming the one that is wrong."
@@ -93,6 +94,9 @@ def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor
     for name, v in (("max_len_a", max_len_a), ("alpha", alpha)):
         if isinstance(v, bool) or not isinstance(v, (int, float)): raise TypeError(f"{name}={v!r}: expected a number")
         if not math.isfinite(v) or v < 0: raise ValueError(f"{name}={v}: expected a finite number >= 0")
+    if alpha > MAX_ALPHA: raise ValueError(f"alpha={alpha}: expected at most {MAX_ALPHA} (more overflows the penalty)")
+    if max_len_a * src.size(1) + max_len_b < 1:
+        raise ValueError(f"max_len_b={max_len_b}: with max_len_a={max_len_a}, no token; expected a * length + b >= 1")
     if n_best > beam_size: raise ValueError(f"n_best={n_best}: expected at most beam_size={beam_size} hypotheses per sentence")
 
 # %% ../../nbs/35_fast_decoding.ipynb #78439917
@@ -102,7 +106,7 @@ def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
     "Output-length limit a * (source length) + b per sentence, never past the positional table."
     src_len = torch.full((src.size(0),), src.size(1), device=src.device)  # (B,)
     if src_key_padding_mask is not None: src_len = src_len - src_key_padding_mask.sum(1)
-    return (src_len * max_len_a + max_len_b).long().clamp(max=model.cfg.max_len - 1)  # (B,)
+    return (src_len * max_len_a + max_len_b).clamp(min=1, max=model.cfg.max_len - 1).long()  # (B,), clamped as floats
 
 # %% ../../nbs/35_fast_decoding.ipynb #26405147
 @torch.no_grad()
