@@ -658,6 +658,12 @@ ROWS += [
     row("train-seed-huge", "at-train", lambda c: tr(c, "--seed", "99999999999999999999"), 2, opt("seed")),
     row("train-run-dir-holds-results", "at-train",
         lambda c: ((c.tmp / "run").mkdir(), (c.tmp / "run" / "results.json").write_text("{}\n"), tr(c))[2], X, "results.json"),
+    row("evaluate-languages-not-the-runs", "at-evaluate", lambda c: ev(c, None, "--src-lang", "en", "--tgt-lang", "de"), X,
+        "the run trained de->en"),  # it decoded English with the German->English model and wrote results.json
+    row("variations-run-root-is-a-file", "at-variations", lambda c: va(c, "--run-root", c.good), X, "--run-root"),
+    row("evaluate-ship-into-a-file", "at-evaluate",
+        lambda c: (c.request.getfixturevalue("monkeypatch").setenv("AT_PRETRAINED_DIR", c.good), ev(c, None, "--ship", "newm"))[1],
+        X, "$AT_PRETRAINED_DIR"),  # it decoded for minutes, wrote --out, then failed to ship
     row("bench-threads-above-cpus", "at-bench", lambda c: be(c, "--threads", "100000"), 2, "--threads 100000"),
     row("bench-seqlens-above-max-len", "at-bench",
         lambda c: ["--presets", "tiny", "--benchmarks", "seqlen", "--seqlens", "16,512", "--out", str(c.tmp / "b.json")], 2,

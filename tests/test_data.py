@@ -103,6 +103,14 @@ def test_gzip_and_crlf(tmp_path):
     assert read_lines(tmp_path / "a.gz") == ["a b", "c"]
 
 
+def test_a_cut_gzip_file_is_one_error_naming_it(tmp_path):
+    "A .gz cut short raised gzip's EOFError, naming no file"
+    with gzip.open(tmp_path / "a.gz", "wt", encoding="utf-8") as f: f.write("".join(f"line {i}\n" for i in range(5000)))
+    raw = (tmp_path / "a.gz").read_bytes(); (tmp_path / "a.gz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match=r"a\.gz, line \d+: could not be read \(Compressed file ended"):
+        read_lines(tmp_path / "a.gz")
+
+
 # ---- download checksum logic (local files only, never the network) ------------------------------------------
 
 def test_fetch_verifies_sha256(tmp_path):

@@ -409,3 +409,13 @@ def test_served_models_refuse_a_batch_size_below_one_and_translate_refuses_a_str
     with pytest.raises(TypeError, match="batch_size=2.0"): tr.translate(["ein hund"], batch_size=2.0)
     with pytest.raises(TypeError, match="lines: a str; expected a list"): translate(tr.model, tr.tokenizer, "ein hund")  # each character a sentence
     with pytest.raises(ValueError, match="batch_size=0"): translate(tr.model, tr.tokenizer, ["ein hund"], batch_size=0)
+
+
+@pytest.mark.parametrize("size,words", [(30, r"vocab_size=30: expected at least \d+, an id for each character"),
+                                        (5000, r"vocab_size=5000: expected at most \d+ for this text")])
+def test_a_vocabulary_size_the_text_cannot_have_names_vocab_size(size, words):
+    "sentencepiece's own error named --character_coverage, an option at-train does not have"
+    from annotated_transformer.engine.tasks import trained_tokenizer
+    from annotated_transformer.training.data import Corpus
+    text = [f"the quick brown fox {i} jumps over the lazy dog éàü" for i in range(200)]
+    with pytest.raises(ValueError, match=words): trained_tokenizer(Corpus(text, text, "t", "train"), size)

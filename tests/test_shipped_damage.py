@@ -123,6 +123,8 @@ def test_a_config_of_other_sizes_names_the_first_weight_that_differs(models, tem
      ["bad-model/spm.model: its tokenizer cannot be read from it"], False),
     (lambda d: (d / "model.safetensors").write_bytes(b"\xff" * 64),
      ["bad-model/model.safetensors: not a readable safetensors file"], False),
+    (lambda d: (d / "spm.model").unlink(),  # and MANIFEST re-summed without it: the message named no file at all
+     ["bad-model/config.json: its tokenizer names the file 'spm.model'", "bad-model/MANIFEST does not list"], False),
 ])
 def test_each_damaged_file_is_one_line_naming_it(models, template, cli, damage, words, skipped):
     damage(models); resum(models)

@@ -233,6 +233,7 @@ def _evaluate(argv: list[str]) -> int:
     if a.ship is not None:
         try: check_ship_name(a.ship)  # before minutes of decoding
         except ValueError as e: p.error(f"--ship {a.ship}: {e}")
+        check_output_dir(p, "$AT_PRETRAINED_DIR", str(shipped_dir()))  # where it will be written
     paths = run_checkpoints(a.run_dir)
     last = load_checkpoint(paths[-1]).served_by("at-translate", "at-evaluate")  # read once; a parser's run is named as one, first
     too_many = [n for n in a.average if n > len(paths)]
@@ -283,6 +284,7 @@ def check_parser_ship(p: argparse.ArgumentParser, a: argparse.Namespace):
     try: check_ship_name(a.ship)
     except ValueError as e: p.error(f"--ship {a.ship}: {e}")
     check_output_dir(p, "--results", a.results)
+    check_output_dir(p, "$AT_PRETRAINED_DIR", str(shipped_dir()))
 
 def _parse(argv: list[str]) -> int:
     p = parse_parser()

@@ -44,6 +44,7 @@ def _variations(argv: list[str]) -> int:
     unknown = [r for r in a["rows"] or [] if r not in ROWS]
     if unknown: p.error(f"--rows: unknown rows {unknown}; choose from {', '.join(ROWS)}")
     check_output_dir(p, "--out", a["out"])  # a file in its way or an unwritable place: exit 1; an empty name: exit 2
+    if a["run_root"] is not None: check_output_dir(p, "--run-root", a["run_root"])  # before the grid writes anything
     try: s = GridSettings(**{k: a[k] for k in asdict(GridSettings())})
     except ValueError as e: p.error(as_option(e))
     s = replace(s, device=pick_device(p, s.device))  # what the grid records: the device it ran on

@@ -310,8 +310,11 @@ SHIPPED_FORMAT = "annotated_transformer/shipped-1"  # the `format` of a shipped 
 
 def _state_of(x, d: Path, listed: dict):
     "A tokenizer's state from config.json, each `{\"file\": name}` read from a file the MANIFEST lists (`listed`)."
-    if isinstance(x, dict) and set(x) == {"file"} and x["file"] in list(listed): return (d / x["file"]).read_bytes()
-    if isinstance(x, dict): return {k: _state_of(v, d, listed) for k, v in x.items()}  # a file not listed stays a name
+    if isinstance(x, dict) and set(x) == {"file"}:  # only a listed file is read: its sha256 was checked
+        if x["file"] in list(listed): return (d / x["file"]).read_bytes()
+        raise CheckpointError(f"{d / 'config.json'}: its tokenizer names the file {x['file']!r}, which "
+                              f"{d / 'MANIFEST'} does not list; expected a file of the model's MANIFEST")
+    if isinstance(x, dict): return {k: _state_of(v, d, listed) for k, v in x.items()}
     if isinstance(x, list): return [_state_of(v, d, listed) for v in x]
     return x
 

@@ -173,6 +173,9 @@ def run_splits(ck: Checkpoint, # the newest checkpoint of the run
     "The splits at-evaluate chooses and reports on, from what a run's checkpoint records; each argument overrides it."
     ck.served_by("at-translate")  # at-evaluate scores what at-translate serves
     spec, (src, tgt) = ck.data_spec, run_languages(ck)
+    for name, given, ran in (("src_lang", src_lang, src), ("tgt_lang", tgt_lang, tgt)):  # its model knows one direction
+        if given and ran and given != ran:
+            raise ValueError(f"{name}={given}: the run trained {src}->{tgt}; expected {ran}")
     recipe = recipe or spec.get("recipe")
     if not recipe: raise ValueError("the run records no data recipe; pass --recipe")
     kw = dict(data_dir=data_dir or spec.get("data_dir") or None, src_lang=src_lang or src, tgt_lang=tgt_lang or tgt)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/29_tasks.ipynb #dcfb504a
 from __future__ import annotations
-import copy as _copy
+import copy as _copy, re
 import gc
 from dataclasses import dataclass, field, fields, replace
 from typing import Callable
@@ -23,8 +23,8 @@ from ..parsing.parser import ParsingVocab, encode_trees
 
 # %% auto #0
 __all__ = ['PARSING_RECIPES', 'SIZES', 'MULTI30K_MODEL', 'MULTI30K_TRAIN', 'TASKS', 'DataSpec', 'Task', 'TaskData',
-           'check_copy_vocab', 'build_data', 'sized_to', 'build_chart_data', 'build_parsing_data', 'task_preset',
-           'ModelSpec', 'model_config']
+           'check_copy_vocab', 'trained_tokenizer', 'build_data', 'sized_to', 'build_chart_data', 'build_parsing_data',
+           'task_preset', 'ModelSpec', 'model_config']
 
 # %% ../../nbs/29_tasks.ipynb #0c5e2941
 @dataclass
@@ -89,6 +89,17 @@ def check_copy_vocab(mcfg, spec: DataSpec):
         raise ValueError(f"copy_symbols={spec.copy_symbols}: the model's vocabulary has {V} ids; expected at most {V} "
                          "(or give the model a larger src_vocab_size and tgt_vocab_size)")
 
+def trained_tokenizer(train, vocab_size: int) -> SubwordTokenizer:
+    "`SubwordTokenizer.from_corpus`; sentencepiece's vocabulary-size errors (naming its own options) name ours."
+    try: return SubwordTokenizer.from_corpus(train, vocab_size=vocab_size)
+    except RuntimeError as e:
+        small = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))
+        large = re.search(r"value <= (\d+)", str(e))
+        if not (small or large): raise
+        need = (f"at least {small.group(1)}, an id for each character of the text" if small
+                else f"at most {large.group(1)} for this text")
+        raise ValueError(f"vocab_size={vocab_size}: expected {need}") from None
+
 def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank: int = 0, world_size: int = 1,
                # a resumed run's tokenizer, from its checkpoint: reused, not retrained
                tokenizer_state: dict | None = None,
@@ -117,8 +128,7 @@ def build_data(spec: DataSpec, mcfg: TransformerConfig, tcfg: TrainConfig, rank:
             val = load_recipe(spec.recipe, spec.valid_split, data_dir, download=spec.download, **langs)
         # rank 0 trains it; under DDP the others receive it (it is stored in every checkpoint)
         if tokenizer_state is None:
-            state = [SubwordTokenizer.from_corpus(train, vocab_size=spec.vocab_size).state_dict()
-                     if rank == 0 else None]
+            state = [trained_tokenizer(train, spec.vocab_size).state_dict() if rank == 0 else None]
             if dist.is_available() and dist.is_initialized(): dist.broadcast_object_list(state, src=0)
             tokenizer_state = state[0]
         tok = SubwordTokenizer.from_state_dict(tokenizer_state)

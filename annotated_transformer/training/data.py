@@ -121,8 +121,9 @@ def _decoded_lines(f, name: str, max_bytes: int | None, close: bool) -> Iterator
     try:
         while True:
             try: raw = f.readline(-1 if max_bytes is None else max_bytes + 1)
-            except OSError as e:  # a ValueError: not to be taken for the output's error
-                raise ValueError(f"{name}, line {i + 1}: could not be read ({e.strerror or e})") from None
+            except (OSError, EOFError) as e:  # a ValueError, not to be taken for the output's error; EOFError: a cut .gz
+                why = getattr(e, "strerror", None) or e
+                raise ValueError(f"{name}, line {i + 1}: could not be read ({why})") from None
             if not raw: return
             i += 1
             if max_bytes is not None and len(raw) > max_bytes and not raw.endswith(b"\n"):
