@@ -664,6 +664,7 @@ ROWS += [
     row("evaluate-ship-into-a-file", "at-evaluate",
         lambda c: (c.request.getfixturevalue("monkeypatch").setenv("AT_PRETRAINED_DIR", c.good), ev(c, None, "--ship", "newm"))[1],
         X, "$AT_PRETRAINED_DIR"),  # it decoded for minutes, wrote --out, then failed to ship
+    row("bench-benchmarks-none-named", "at-bench", lambda c: be(c, "--benchmarks", ",,"), 2, "--benchmarks ',,'"),
     row("bench-threads-above-cpus", "at-bench", lambda c: be(c, "--threads", "100000"), 2, "--threads 100000"),
     row("bench-seqlens-above-max-len", "at-bench",
         lambda c: ["--presets", "tiny", "--benchmarks", "seqlen", "--seqlens", "16,512", "--out", str(c.tmp / "b.json")], 2,

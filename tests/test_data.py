@@ -103,6 +103,12 @@ def test_gzip_and_crlf(tmp_path):
     assert read_lines(tmp_path / "a.gz") == ["a b", "c"]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path):
+    "Files saved by some Windows editors start with U+FEFF, which became part of the first sentence"
+    (tmp_path / "bom.de").write_bytes("\ufeffein Hund\nzwei\ufeff\n".encode("utf-8"))
+    assert read_lines(tmp_path / "bom.de") == ["ein Hund", "zwei\ufeff"]  # only a leading mark is one
+
+
 def test_a_cut_gzip_file_is_one_error_naming_it(tmp_path):
     "A .gz cut short raised gzip's EOFError, naming no file"
     with gzip.open(tmp_path / "a.gz", "wt", encoding="utf-8") as f: f.write("".join(f"line {i}\n" for i in range(5000)))

@@ -111,6 +111,8 @@ def _run_bench(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     if a.checkpoint is not None and not a.checkpoint.strip():
         ap.error(f"--checkpoint {a.checkpoint!r}: expected a file name")
+    if a.benchmarks is not None and not a.benchmarks.strip(", "):  # it ran nothing and wrote an empty result, exit 0
+        ap.error(f"--benchmarks {a.benchmarks!r}: expected one or more of {','.join(BENCHMARKS)}")
     check_output(ap, "--out", a.out)
     device = pick_device(ap, a.device)
     try: presets, precisions, benchmarks, shapes = bench_plan(a.presets, a.precisions, a.benchmarks, device, a.compile,

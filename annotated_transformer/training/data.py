@@ -128,7 +128,7 @@ def _decoded_lines(f, name: str, max_bytes: int | None, close: bool) -> Iterator
             i += 1
             if max_bytes is not None and len(raw) > max_bytes and not raw.endswith(b"\n"):
                 raise ValueError(f"{name}, line {i}: longer than {max_bytes} bytes; expected one sentence per line")
-            try: yield raw.decode("utf-8").rstrip("\r\n")
+            try: yield raw.decode("utf-8-sig" if i == 1 else "utf-8").rstrip("\r\n")  # a BOM is not text
             except UnicodeDecodeError as e:
                 raise ValueError(f"{name}, line {i}: invalid UTF-8 at byte {e.start} "
                                  f"({raw[max(0, e.start - 12):e.start + 12]!r}); expected UTF-8 text") from None
