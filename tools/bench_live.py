@@ -20,7 +20,7 @@ from pathlib import Path
 
 from annotated_transformer.training.data import read_lines
 from annotated_transformer.engine.runs import hardware
-from live_parity import positive_int  # tools/, beside this file
+from live_parity import manifest_sha256, positive_int  # tools/, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT/'docs'
@@ -115,7 +115,8 @@ def main(argv=None) -> int:
         cold_bytes_fetched=cold['bytes_fetched'], first_translation_gzip_bytes=sum(f['gzip_bytes'] for f in de_en),
         first_translation_raw_bytes=sum(f['bytes'] for f in de_en),
         further_sentences=len(times), further_sentence_s=dict(mean=round(sum(times) / len(times), 3), max=round(max(times), 3)),
-        parse_30_words_s=round(parse_s, 3), beam=4, data=data.name)
+        parse_30_words_s=round(parse_s, 3), beam=4, data=data.name,
+        manifest_sha256={n: manifest_sha256(n) for n in ('multi30k-de-en', 'ptb-chart')})  # the weights the site was built from
     out = Path(a.out) if a.out else ROOT/'results'/'bench'/f"live-{res['cpu'].split('(')[0].strip().lower().replace(' ', '-')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1) + '\n')

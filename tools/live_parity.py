@@ -100,6 +100,13 @@ def positive_int(s: str) -> int:
     return n
 
 
+def manifest_sha256(name: str) -> str:
+    "The sha256 of a shipped model's MANIFEST, which holds the sha256 of each of its files: the model, in one sum."
+    from annotated_transformer.engine.shipped_models import shipped_path
+    from annotated_transformer.training.data import sha256_file
+    return sha256_file(shipped_path(name) / 'MANIFEST')
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--models', default=None, help='exported models (default: the docs build cache, else a fresh export)')
@@ -117,6 +124,8 @@ def main(argv=None) -> int:
                    node=subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip())
         if a.only != 'parsing': res['translation'] = translation_parity(models, a.limit, Path(tmp))
         if a.only != 'translation': res['parsing'] = parse_parity(models, a.limit, Path(tmp))
+        for check, name in (('translation', 'multi30k-de-en'), ('parsing', 'ptb-chart')):  # which weights were compared
+            if check in res: res[check]['manifest_sha256'] = manifest_sha256(name)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1) + '\n', encoding='utf-8')
