@@ -90,7 +90,7 @@ def check_copy_vocab(mcfg, spec: DataSpec):
                          "(or give the model a larger src_vocab_size and tgt_vocab_size)")
 
 def trained_tokenizer(train, vocab_size: int) -> SubwordTokenizer:
-    "`SubwordTokenizer.from_corpus`; sentencepiece's vocabulary-size errors (naming its own options) name ours."
+    "A tokenizer trained on `train`; sentencepiece's vocabulary-size errors (naming its own options) name ours."
     try: return SubwordTokenizer.from_corpus(train, vocab_size=vocab_size)
     except RuntimeError as e:
         small = re.search(r"smaller than required_chars\. \d+ vs (\d+)", str(e))
