@@ -669,6 +669,12 @@ ROWS += [
     row("bench-seqlens-above-max-len", "at-bench",
         lambda c: ["--presets", "tiny", "--benchmarks", "seqlen", "--seqlens", "16,512", "--out", str(c.tmp / "b.json")], 2,
         "--seqlens 512"),
+    row("variations-seeds-empty-item", "at-variations", lambda c: va(c, "--seeds", "1,,2"), 2, "--seeds"),  # ran 1 and 2
+    row("bench-compile-threads-trailing-comma", "at-bench", lambda c: be(c, "--compile-threads", "1,"), 2, "--compile-threads"),
+    row("bench-recipe-without-checkpoint", "at-bench", lambda c: be(c, "--recipe", "multi30k"), 2,
+        "--recipe multi30k"),  # it was ignored: only the ct2 benchmark, which needs --checkpoint, reads a recipe
+    row("bench-recipe-unknown", "at-bench", lambda c: be(c, "--checkpoint", c.good, "--recipe", "nope"), 2,
+        "--recipe"),  # refused only after every other benchmark had run
 ]
 
 # ---------------------------------------------------------------- running a row and judging what the user saw

@@ -98,6 +98,17 @@ def test_unknown_recipe_lists_known_ones():
     assert "wmt14" in str(e.value)  # other modules (parsing) may have registered more recipes in this process
 
 
+def test_recipe_files_of_a_made_recipe():
+    "The copy task and function recipes are made, not read: `recipe_files` says so (it raised KeyError: 'copy')."
+    from annotated_transformer.engine.recipes import recipe_files, register_recipe, RECIPES
+    with pytest.raises(ValueError, match="recipe 'copy' is made by a function; it names no files"): recipe_files("copy")
+    register_recipe("made-here", lambda split, data_dir=None, **kw: None)
+    try:
+        with pytest.raises(ValueError, match="recipe 'made-here' is made by a function"): recipe_files("made-here")
+    finally: RECIPES.pop("made-here")
+    with pytest.raises(ValueError, match="unknown recipe 'multi31k'"): recipe_files("multi31k")
+
+
 def test_gzip_and_crlf(tmp_path):
     with gzip.open(tmp_path / "a.gz", "wt", encoding="utf-8") as f: f.write("a b\r\nc\n")
     assert read_lines(tmp_path / "a.gz") == ["a b", "c"]

@@ -409,6 +409,7 @@ def test_served_models_refuse_a_batch_size_below_one_and_translate_refuses_a_str
     with pytest.raises(TypeError, match="batch_size=2.0"): tr.translate(["ein hund"], batch_size=2.0)
     with pytest.raises(TypeError, match="lines: a str; expected a list"): translate(tr.model, tr.tokenizer, "ein hund")  # each character a sentence
     with pytest.raises(ValueError, match="batch_size=0"): translate(tr.model, tr.tokenizer, ["ein hund"], batch_size=0)
+    with pytest.raises(TypeError, match="batch_size=2.0: expected an integer"): translate(tr.model, tr.tokenizer, ["ein hund"], batch_size=2.0)
 
 
 @pytest.mark.parametrize("size,words", [(30, r"vocab_size=30: expected at least \d+, an id for each character"),

@@ -19,6 +19,7 @@ from .console import (Parser, add_device, pick_device, number, check_output, che
                                                     as_option, Terminated, run_script)
 from .cli import add_config_options
 from ..engine.precision import keep_freed_memory
+from ..engine.recipes import check_recipe
 
 # %% auto #0
 __all__ = ['SEQLENS', 'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
@@ -66,8 +67,9 @@ def variations_main(argv: list[str] | None = None) -> int:
 SEQLENS = (16, 32, 64, 128, 256, 512)  # the scaling benchmark's lengths, those a preset takes
 
 def _int_list(text, low: int = 1):
-    try: xs = tuple(int(x) for x in text.split(",") if x)
-    except ValueError: raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+    try: xs = tuple(int(x) for x in text.split(","))  # an empty item ("1,,2", "2,") is refused, not skipped
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers, none empty") from None
     if not xs or min(xs) < low or len(set(xs)) < len(xs): raise argparse.ArgumentTypeError(f"{text!r}: expected distinct {'positive integers' if low == 1 else f'integers >= {low}'}")
     return xs
 
@@ -111,6 +113,11 @@ def _run_bench(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     if a.checkpoint is not None and not a.checkpoint.strip():
         ap.error(f"--checkpoint {a.checkpoint!r}: expected a file name")
+    if a.recipe is not None and a.checkpoint is None:  # it would be ignored: only the ct2 benchmark reads a test split
+        ap.error(f"--recipe {a.recipe}: only the ct2 benchmark reads a recipe, and it needs --checkpoint; none given")
+    if a.recipe is not None:
+        try: check_recipe(a.recipe)  # before the benchmarks that run ahead of ct2
+        except ValueError as e: ap.error(f"--recipe: {e}")
     if a.benchmarks is not None and not a.benchmarks.strip(", "):  # it ran nothing and wrote an empty result, exit 0
         ap.error(f"--benchmarks {a.benchmarks!r}: expected one or more of {','.join(BENCHMARKS)}")
     check_output(ap, "--out", a.out)

@@ -13,7 +13,7 @@ from ..training.data import (Corpus, copy_task_pairs, read_parallel, read_lines,
 # %% auto #0
 __all__ = ['MULTI30K_URL', 'MULTI30K_SHA256', 'FOLDER_SPLITS', 'MIN_PAIRS', 'RECIPES', 'download_multi30k', 'folder_languages',
            'folder_files', 'read_pairs', 'check_folder', 'load_folder', 'Recipe', 'register_recipe', 'recipe_files',
-           'load_recipe']
+           'check_recipe', 'load_recipe']
 
 # %% ../../nbs/28a_recipes.ipynb #b67bb124
 MULTI30K_URL = ("https://raw.githubusercontent.com/multi30k/dataset/"
@@ -145,7 +145,9 @@ def recipe_files(name: str, # a recipe in `RECIPES`
                  src_lang: str | None = None, tgt_lang: str | None = None, # default: the recipe's direction
                 ) -> tuple[Path, Path, str]: # source path, target path and the hint for missing files
     "The two aligned files of a split (`{stem}.{lang}` or `{stem}.{lang}.gz`)."
-    r = _get_recipe(name)
+    check_recipe(name)
+    r = RECIPES.get(name)
+    if not isinstance(r, Recipe): raise ValueError(f"recipe {name!r} is made by a function; it names no files")
     if split not in r.splits:
         raise ValueError(f"recipe {name!r} has no split {split!r}; its splits are {sorted(r.splits)}")
     d = Path(data_dir or default_data_dir()) / r.subdir
@@ -154,10 +156,10 @@ def recipe_files(name: str, # a recipe in `RECIPES`
         return p if p.is_file() or not p.with_name(p.name + ".gz").is_file() else p.with_name(p.name + ".gz")
     return find(src_lang or r.langs[0]), find(tgt_lang or r.langs[1]), r.hint
 
-def _get_recipe(name):
-    if name not in RECIPES and name != "copy":
+def check_recipe(name: str):
+    "A `ValueError` naming `name` unless it is \"copy\" or a recipe in `RECIPES`."
+    if name != "copy" and name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; known recipes: {', '.join(['copy', *sorted(RECIPES)])}")
-    return RECIPES[name]
 
 # %% ../../nbs/28a_recipes.ipynb #5a346051
 def load_recipe(name: str, # "copy", "multi30k", "iwslt14", "wmt14" or a registered recipe
@@ -174,7 +176,8 @@ def load_recipe(name: str, # "copy", "multi30k", "iwslt14", "wmt14" or a registe
         pairs = copy_task_pairs(**kw)
         return Corpus([s for s, _ in pairs], [t for _, t in pairs], "copy", split,
                       dict(read=len(pairs), kept=len(pairs)))
-    recipe = _get_recipe(name)
+    check_recipe(name)
+    recipe = RECIPES[name]
     if callable(recipe):  # a function: the languages when given, and anything else it takes
         langs = {k: v for k, v in (("src_lang", src_lang), ("tgt_lang", tgt_lang)) if v}
         return recipe(split=split, data_dir=data_dir, **langs, **kw)

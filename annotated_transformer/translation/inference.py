@@ -51,8 +51,9 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str],
              ) -> list[str]: # one translation per line, in input order ("" for an empty line)
     "Translate lines with batched beam search; output line i translates input line i."
     if isinstance(lines, str): raise TypeError("lines: a str; expected a list of sentences, one str per line")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}: expected an integer >= 1")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(f"batch_size={batch_size!r}: expected an integer")
+    if batch_size < 1: raise ValueError(f"batch_size={batch_size}: expected an integer >= 1")
     dev = next(model.parameters()).device
     srcs = encode_sources(tokenizer, lines, model.cfg.max_len, too_long, first_line)
     order = sorted((i for i, s in enumerate(srcs) if s is not None), key=lambda i: -len(srcs[i]))
