@@ -125,6 +125,10 @@ def test_a_config_of_other_sizes_names_the_first_weight_that_differs(models, tem
      ["bad-model/model.safetensors: not a readable safetensors file"], False),
     (lambda d: (d / "spm.model").unlink(),  # and MANIFEST re-summed without it: the message named no file at all
      ["bad-model/config.json: its tokenizer names the file 'spm.model'", "bad-model/MANIFEST does not list"], False),
+    (lambda d: (d / "config.json").write_text(json.dumps({**json.loads((d / "config.json").read_text()), "dtype": "float17"})),
+     ["bad-model/config.json: dtype 'float17', but", "bad-model/model.safetensors stores bfloat16"], False),  # was taken
+    (lambda d: (d / "config.json").write_text(json.dumps({**json.loads((d / "config.json").read_text()), "dtype": 16})),
+     ["bad-model/config.json: dtype: 16; expected a string"], False),
 ])
 def test_each_damaged_file_is_one_line_naming_it(models, template, cli, damage, words, skipped):
     damage(models); resum(models)

@@ -336,7 +336,8 @@ def _manifest(d: Path) -> dict:
             raise CheckpointError(f"{d / name}: damaged: its sha256 differs from the one in {m}")
     return listed
 
-_ENTRIES = dict(kind=str, model_config=dict, tied=dict, tokenizer=(dict, type(None)), provenance=dict)  # and types
+_ENTRIES = dict(kind=str, model_config=dict, tied=dict, tokenizer=(dict, type(None)), provenance=dict,
+                dtype=str)  # and their types
 
 def _shipped_config(p: Path) -> dict:
     "A shipped model's config.json: an object of this format, each entry of its type, a kind that reads its config."
@@ -347,7 +348,7 @@ def _shipped_config(p: Path) -> dict:
         raise CheckpointError(f"{p}: {got}; expected an object of format {SHIPPED_FORMAT!r}")
     if bad := next((k for k, t in _ENTRIES.items() if not isinstance(c.get(k, ...), t)), None):
         got = json.dumps(c[bad])[:60] if bad in c else "missing"
-        raise CheckpointError(f"{p}: {bad}: {got}; expected {'a string' if bad == 'kind' else 'an object'}")
+        raise CheckpointError(f"{p}: {bad}: {got}; expected {'a string' if _ENTRIES[bad] is str else 'an object'}")
     if c["kind"] not in KINDS:
         raise CheckpointError(f"{p}: a model of kind {c['kind']!r}, unknown to this package ({', '.join(KINDS)})")
     try: config_from_dict(KINDS[c["kind"]].config, c["model_config"])
@@ -362,9 +363,14 @@ def _read_shipped(d: Path) -> Checkpoint:
     if "config.json" not in listed or "model.safetensors" not in listed:
         raise CheckpointError(f"{d / 'MANIFEST'}: expected config.json and model.safetensors among its files")
     config, st = _shipped_config(d / "config.json"), d / "model.safetensors"
-    try: weights = {k: t.float() if t.is_floating_point() else t for k, t in safetensors.torch.load_file(st).items()}
+    try: weights = safetensors.torch.load_file(st)
     except (safetensors.SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{st}: not a readable safetensors file ({str(e).splitlines()[0][:200]})") from None
+    stored = sorted({str(t.dtype).removeprefix("torch.") for t in weights.values() if t.is_floating_point()})
+    if stored != [config["dtype"]]:  # config.json says what the weights are: it must say it truly
+        raise CheckpointError(f"{d / 'config.json'}: dtype {config['dtype']!r}, but {st} stores "
+                              f"{', '.join(stored) or 'no floating-point weights'}")
+    weights = {k: t.float() if t.is_floating_point() else t for k, t in weights.items()}
     if gone := [j for j in config["tied"].values() if not (isinstance(j, str) and j in weights)]:
         raise CheckpointError(f"{d / 'config.json'}: tied: {gone[0]!r} is not a weight that {st} holds")
     weights |= {k: weights[j] for k, j in config["tied"].items()}
