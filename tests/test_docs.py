@@ -268,6 +268,15 @@ def test_no_cell_mixes_imports_and_code():
     assert not bad, 'move the imports to their own cell:\n' + '\n'.join(bad)
 
 
+def test_no_stored_output_keeps_progress_bar_frames():
+    "A progress bar redraws itself with carriage returns: stored, every frame shows on the page as one run of text"
+    from build_docs import notebooks
+    bad = [f'{p.name} cell {i}' for p in notebooks(NBS)
+           for i, c in enumerate(json.loads(p.read_text(encoding='utf-8'))['cells'])
+           for o in c.get('outputs', []) if '\r' in ''.join(o.get('text', ''))]
+    assert not bad, 'keep the last frame of each line (what a terminal shows), or run without progress bars:\n' + '\n'.join(bad)
+
+
 @pytest.mark.slow  # builds the site (about 2 minutes): CI's slow pass
 def test_inference_page_explorer(browser, built_docs):
     "The attention explorer on the built inference page, opened from disk: it draws the exported weights of the head clicked"
