@@ -111,15 +111,12 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     cfg = row_config(row, data.tokenizer.vocab_size, s.width, s.depth, norm_first=s.norm_first, max_len=s.max_len)
     seed_everything(s.seed)
     model = make_model(cfg)
+    # eager, as every grid so far: a compile trial per row shape would cost minutes per row, and compiled kernels
+    # differ between machines, while a grid spans several
     tcfg = TrainConfig(max_steps=s.steps, warmup_steps=s.warmup(), lr_factor=s.lr_factor, max_tokens=s.max_tokens,
-                         seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10),
-                       log_every=max(1, s.steps // 20),
-                         save_every=max(1, s.steps // 10), keep_last=1, resume=True, run_dir=str(run_dir),
-                       progress=False,
-                         # eager, as every grid so far: a compile trial per row shape would cost minutes per row, and
-                         compile="off")
-                                         # compiled kernels differ between machines, while a grid spans several (fp32
-                                         # for the same reason)
+                       seed=s.seed, device=s.device, precision=s.precision, eval_every=max(1, s.steps // 10),
+                       log_every=max(1, s.steps // 20), save_every=max(1, s.steps // 10), keep_last=1, resume=True,
+                       run_dir=str(run_dir), progress=False, compile="off")
     train = make_loader(data.train_ids, s.max_tokens, seed=s.seed)
     valid = make_loader(data.valid_ids, s.max_tokens, shuffle=False)
     trainer = Trainer(model, tcfg, train, valid, tokenizer=data.tokenizer)
@@ -127,9 +124,9 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
     t0 = time.perf_counter(); out = trainer.fit(); train_s = time.perf_counter() - t0
     if out.get("finished"):  # trained to the end before, stopped while it was scored: score it now
         out = dict(out, **trainer.evaluate(), loss=[r["loss"] for r in read_metrics(run_dir) if "loss" in r][-1])
-    # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run
+    # a signal stopped training: this row is unfinished and must not reach the CSV (checked first: a run stopped
+    # before its first metrics record has no training time to read)
     if "stopped_by" in out:
-        # stopped before its first metrics record has no training time to read)
         raise Stopped(f"row {row.name!r} stopped by {out['stopped_by']} at step {out['step']} of {s.steps}",
                       out["stopped_by"])
     if resumed: train_s = active_seconds(run_dir)  # the whole row's training time, from its metrics, pauses left out
@@ -145,11 +142,10 @@ def train_row(row: PaperRow, data: GridData, s: GridSettings, run_dir: str | Pat
                 paper_ppl=row.ppl, paper_bleu=row.bleu, paper_params_m=row.params_m)
 
 # %% ../../nbs/31a_grid.ipynb #7c3dccfe
-# settings that may differ between the runs of one grid: its recipe is every other field. Where a
+# settings that may differ between the runs of one grid: its recipe is every other field. Where a run trained is not
+# its recipe (eager: the same steps on a CPU or a GPU, as on two CPUs); each run's machine is kept beside its metrics
+# (`run_record`)
 RUN_KEYS = ("seed", "device")
-                               # run trained is not its recipe (fp32, eager: the same steps on a CPU or a GPU, as on two
-                               # CPUs);
-                               # each run's machine is kept beside its metrics (`run_record`)
 
 def _check_settings(out: Path, s: GridSettings, write: bool = False, **more):
     p = out / "settings.json"

@@ -256,7 +256,7 @@ TASKS = {t.name: t for t in [
          TrainConfig(max_steps=300_000, warmup_steps=4000, max_tokens=4096, batch_tokens=25000,
                      eval_every=5000, save_every=2000, keep_last=20, run_dir="runs/wmt14-big"),
          DataSpec("wmt14", "newstest2013", 37000)),
-    Task("ptb", "§6.3 parsing, the paper's 4 x 1024 on WSJ (GPUs: ~23 h on one H100 at 100k steps)",
+    Task("ptb", "§6.3 parsing, the paper's 4 x 1024 on WSJ, 100k steps, for GPUs",
          build_parsing_data,
          TransformerConfig(src_vocab_size=16000, tgt_vocab_size=128, d_model=1024, d_ff=4096, n_heads=16, n_layers=4,
                            dropout=0.3, max_len=512, tie_embeddings=False),
