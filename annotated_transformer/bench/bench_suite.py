@@ -152,7 +152,7 @@ def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, 
         if checkpoint is None:
             raise ValueError("the ct2 benchmark decodes a trained translation model: pass checkpoint=")
         t0 = time.perf_counter()
-        # every pass decodes the whole test set with four decoders: the passes asked for, none dropped
+        # every pass decodes the whole test set with every decoder of compare_ct2: the passes asked for, none dropped
         out["ct2"] = bench_ct2(checkpoint, data_dir, threads or torch.get_num_threads(), reps, recipe)
         log(f"[trained] ct2 done in {time.perf_counter() - t0:.1f} s")
     return out

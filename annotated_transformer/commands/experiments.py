@@ -77,7 +77,8 @@ def bench_parser() -> Parser:
     "The options of `at-bench`."
     ap = Parser(prog="at-bench", description="Speed and memory of our Transformer against torch.nn.Transformer: prints a table and writes JSON.")
     ap.add_argument("--benchmarks", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS)} (mfu runs on "
-                    f"CUDA only; default: all but compile)")
+                    f"CUDA only; default: all but compile, ct2 and profile, which --compile, --checkpoint and "
+                    "this option add)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                     help="also the compile benchmark: eager and torch.compile, ours and nn.Transformer, and our fast path "
                     "(compiled, chunked loss, fused Adam), with utilization: on a CPU fp32 and, where native, bf16 (default: on with --device cuda and no --benchmarks)")
