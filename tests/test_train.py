@@ -279,6 +279,14 @@ def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_pat
     with pytest.raises(TrainingError, match=r"keep_best='val_f1': validation gives \['val_loss', 'val_nll', 'val_ppl', 'val_tokens'\]"):
         make_trainer(tmp_path / "b", max_steps=2, eval_every=2, val=True, keep_best="val_f1").fit()
 
+def test_keep_best_on_a_loss_keeps_the_lowest(tmp_path):
+    "val_loss and val_ppl are the lower the better (the objective's `lower_is_better`): best.pt is where the loss was least."
+    tr = make_trainer(tmp_path, max_steps=6, eval_every=2, val=True, keep_best="val_loss")
+    losses = iter([3.0, 1.0, 2.0])  # steps 2, 4, 6: the best is at step 4 (higher-is-better kept step 2, the worst)
+    tr.evaluate = lambda loader=None: dict(val_loss=next(losses))
+    tr.fit()
+    assert load_checkpoint(tmp_path / "best.pt").best == dict(metric="val_loss", value=1.0, step=4)
+
 def test_bf16_autocast_trains_on_cpu(tmp_path):
     tr = make_trainer(tmp_path, max_steps=2, precision="bf16")
     out = tr.fit()

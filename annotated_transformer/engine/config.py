@@ -44,7 +44,8 @@ class TrainConfig:
     run_dir: str = "runs/run"  # checkpoints, metrics.jsonl, run.json and the tokenizer go here
     # continue the run in run_dir from its newest intact checkpoint (without it, a run_dir holding one is refused)
     resume: bool = False
-    # a validation metric (higher is better, e.g. val_f1): keep the checkpoint where it peaked as run_dir/best.pt
+    # a validation metric (val_f1: the higher the better; val_loss, val_ppl: the lower): keep its best checkpoint as
+    # run_dir/best.pt
     keep_best: str = ""
     progress: bool = True  # show a tqdm progress bar (rank 0)
 

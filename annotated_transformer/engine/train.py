@@ -121,7 +121,7 @@ class Trainer:
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
                  loss: str = "chunked", # the default objective's form: "chunked" (`ChunkedLabelSmoothingLoss`) or "readable" (on the logits)
-                 objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager` if it has them); None: `SequenceObjective` of `model.cfg`
+                 objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager`, `lower_is_better` if it has them); None: `SequenceObjective` of `model.cfg`
                  kind=None, # its `ModelKind`, as the launcher decided it (None: found here, once, from `model.cfg`)
                  on_log=None, # called on rank 0 with each record logged (the launcher prints a reference beside it)
                 ):
@@ -338,11 +338,13 @@ def _log(self: Trainer, record: dict):
 # %% ../../nbs/27_train.ipynb #f7c7db7e
 @patch
 def _keep_best(self: Trainer, v: dict):
-    "With `cfg.keep_best` (a validation metric, higher is better): write run_dir/best.pt when it beats the best so far."
+    """With `cfg.keep_best` (a validation metric): write run_dir/best.pt when it beats the best so far. Higher is
+    better, but for the metrics the objective lists in `lower_is_better` (a loss, a perplexity)."""
     name = self.cfg.keep_best
     if not name: return
     if name not in v: raise TrainingError(f"keep_best={name!r}: validation gives {sorted(v)}; choose one of them")
-    if self.best is not None and v[name] <= self.best["value"]: return
+    lower = name in getattr(self.objective, "lower_is_better", ())
+    if self.best is not None and (v[name] >= self.best["value"] if lower else v[name] <= self.best["value"]): return
     self.best = self.extra["best"] = dict(metric=name, value=v[name], step=self.step)
     state = self.state()  # every rank gathers its generator state; rank 0 writes
     if self.is_main:
