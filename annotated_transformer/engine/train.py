@@ -338,13 +338,11 @@ def _log(self: Trainer, record: dict):
 # %% ../../nbs/27_train.ipynb #f7c7db7e
 @patch
 def _keep_best(self: Trainer, v: dict):
-    """With `cfg.keep_best` (a validation metric): write run_dir/best.pt when it beats the best so far. Higher is
-    better, but for the metrics the objective lists in `lower_is_better` (a loss, a perplexity)."""
-    name = self.cfg.keep_best
-    if not name: return
+    "With `cfg.keep_best`: write run_dir/best.pt at the metric's best (its least if `lower_is_better` lists it)."
+    if not (name := self.cfg.keep_best): return
     if name not in v: raise TrainingError(f"keep_best={name!r}: validation gives {sorted(v)}; choose one of them")
-    lower = name in getattr(self.objective, "lower_is_better", ())
-    if self.best is not None and (v[name] >= self.best["value"] if lower else v[name] <= self.best["value"]): return
+    sign = -1 if name in getattr(self.objective, "lower_is_better", ()) else 1  # a loss: the lower the better
+    if self.best is not None and sign * v[name] <= sign * self.best["value"]: return
     self.best = self.extra["best"] = dict(metric=name, value=v[name], step=self.step)
     state = self.state()  # every rank gathers its generator state; rank 0 writes
     if self.is_main:
