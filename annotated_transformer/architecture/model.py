@@ -93,7 +93,7 @@ class TransformerConfig:
     n_heads: int = 8  # attention heads H
     n_layers: int = 6  # N, layers in each of the encoder and decoder
     d_k: int | None = None  # per-head key/value size Dh; None means d_model // n_heads
-    dropout: float = 0.1  # P_drop, on sub-layer outputs and on embeddings + positions
+    dropout: float = 0.1  # P_drop, on sub-layer outputs, embeddings + positions, and attention weights
     label_smoothing: float = 0.1  # epsilon_ls, used by the loss (read by the trainer)
     max_len: int = 512  # longest sequence the positional table covers
     positional: str = "sinusoidal"  # "sinusoidal" (the paper) or "learned" (Table 3 row E)

@@ -41,7 +41,7 @@ class RestrictedSelfAttention(nn.Module):
         h = self.r // 2
         xp = F.pad(x, (0, 0, h, self.r - 1 - h))  # (B, n+r-1, d)
         win = xp.unfold(1, self.r, 1).transpose(-1, -2)  # (B, n, r, d): the neighbourhood of each position
-        # (n, r)
+        # (n, r): which positions of each window lie inside the sentence
         valid = F.pad(torch.ones(n, dtype=torch.bool, device=x.device), (h, self.r - 1 - h)).unfold(0, self.r, 1)
         scores = (x.unsqueeze(2) @ win.transpose(-1, -2)).squeeze(2) / math.sqrt(d)  # (B, n, r)
         attn = scores.masked_fill(~valid, float("-inf")).softmax(-1)
