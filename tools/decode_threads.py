@@ -16,7 +16,7 @@ import sys, time
 import torch
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.bench.benchmarks import median
-from annotated_transformer.bench.op_profile import _profiled, op_group, op_summary
+from annotated_transformer.bench.op_profile import op_times, op_group, op_summary
 from annotated_transformer.engine.loading import load_model
 from annotated_transformer.translation import inference
 from live_parity import positive_int  # tools/, beside this file
@@ -50,7 +50,7 @@ def measure(tr, lines: list[str], beam: int, reps: int) -> dict:
             for n in THREADS:
                 torch.set_num_threads(n)
                 t = time.perf_counter(); outs[n] = one_pass(tr, lines, beam); wall[n].append(time.perf_counter() - t)
-                for name, (ms, c) in _profiled(lambda: one_pass(tr, lines, beam), "cpu").items():
+                for name, (ms, c) in op_times(lambda: one_pass(tr, lines, beam), "cpu").items():
                     a = ops[n].setdefault(name, [0.0, 0]); a[0] += ms; a[1] += c
     finally: torch.set_num_threads(threads)
     res = {}

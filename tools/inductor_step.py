@@ -20,7 +20,7 @@ import torch
 from annotated_transformer.architecture.layers import pack_linears
 from annotated_transformer.bench.bench_suite import settings
 from annotated_transformer.bench.benchmarks import median
-from annotated_transformer.bench.op_profile import _profiled, op_summary
+from annotated_transformer.bench.op_profile import op_times, op_summary
 from annotated_transformer.engine.loading import load_model
 from annotated_transformer.training.decode import DecoderState
 from annotated_transformer.translation import inference
@@ -86,7 +86,7 @@ def measure(decs: dict, lines: list[str], beam: int, reps: int) -> dict:
             t = time.perf_counter(); o = one_pass(tr, fn, lines, beam); wall[k].append(time.perf_counter() - t)
             same[k] = same[k] and o == outs[k]
     for k, (tr, fn) in decs.items():
-        ops = _profiled(lambda: one_pass(tr, fn, lines, beam), "cpu")
+        ops = op_times(lambda: one_pass(tr, fn, lines, beam), "cpu")
         top = sorted(ops.items(), key=lambda kv: -kv[1][0])[:10]
         prof[k] = dict(op_summary(ops, 1), top=[dict(name=n, ms=ms, calls=c) for n, (ms, c) in top])
     med = {k: median(v) for k, v in wall.items()}

@@ -14,8 +14,8 @@ from ..training.loss import HiddenStates, ChunkedLabelSmoothingLoss
 from ..parsing.chart import span_loss
 
 # %% auto #0
-__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_summary', 'bench_profile', 'as_batch', 'step_phases', 'seq2seq_phases',
-           'chart_phases', 'chart_ops']
+__all__ = ['OP_GROUPS', 'PHASES', 'op_group', 'op_times', 'op_summary', 'bench_profile', 'as_batch', 'step_phases',
+           'seq2seq_phases', 'chart_phases', 'chart_ops']
 
 # %% ../../nbs/32b_op_profile.ipynb #c0a1e010
 OP_GROUPS = (  # (group, substrings of an operator's name): the first group that matches wins; the rest is "other"
@@ -49,7 +49,7 @@ def _no_fd2():
     try: yield
     finally: os.dup2(saved, 2); os.close(saved); os.close(null)
 
-def _profiled(step, device) -> dict:
+def op_times(step, device) -> dict:
     """{operator: [self ms, calls]} of one call of `step` under `torch.profiler` (device time on a GPU, CPU time on a
     CPU)."""
     from torch.profiler import profile, ProfilerActivity
@@ -86,7 +86,7 @@ def bench_profile(cfg, batch, precision="fp32", steps=3, warmup=1, device="cpu")
     acc = {k: {} for k in fns}
     for _ in range(steps):
         for k, f in fns.items():
-            for name, (ms, n) in _profiled(f, device).items():
+            for name, (ms, n) in op_times(f, device).items():
                 a = acc[k].setdefault(name, [0.0, 0]); a[0] += ms; a[1] += n
     res = {k: op_summary(a, steps) for k, a in acc.items()}
     diff = {g: res["ours"]["groups_ms"][g] - res["torch"]["groups_ms"][g] for g in res["ours"]["groups_ms"]}
@@ -168,7 +168,7 @@ def chart_ops(model: nn.Module, # a `ChartParser` (a copy is profiled, in traini
         for b in batches[:warmup]: step(b.to(device))
         for b in batches[warmup:]:
             b = b.to(device)
-            for name, (ms, n) in _profiled(lambda: step(b), device).items():
+            for name, (ms, n) in op_times(lambda: step(b), device).items():
                 a = acc.setdefault(name, [0.0, 0]); a[0] += ms; a[1] += n
     if not acc: raise ValueError(f"{len(batches)} batches, warmup={warmup}: nothing was profiled")
     return dict(op_summary(acc, len(batches) - warmup), precision=precision)
