@@ -55,8 +55,8 @@ def test_a_shipped_model_exports_and_translates_as_ours(tmp_path):
 def test_each_decoder_runs_in_its_own_process_and_a_failing_one_is_named(ckpt, tmp_path):
     "compare_ct2's decoders live in processes of their own; one that cannot start says which, and none is left running."
     with pytest.raises(RuntimeError, match=r"the ct2_float32 decoder: FileNotFoundError: .*no model\.bin"):
-        ct2._Decoders({"ours": ckpt, "ct2_float32": tmp_path / "missing"}, 1, 64)
-    d = ct2._Decoders({"ours": ckpt, "ours_unpacked": ckpt}, 1, 64)
+        ct2.DecoderProcesses({"ours": ckpt, "ct2_float32": tmp_path / "missing"}, 1, 64)
+    d = ct2.DecoderProcesses({"ours": ckpt, "ours_unpacked": ckpt}, 1, 64)
     try:
         pids = {n: p.pid for n, p in d.procs.items()}
         assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()

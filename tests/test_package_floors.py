@@ -242,6 +242,22 @@ def test_no_private_imports_across_modules():
     assert not bad, bad
 
 
+def tools_private_imports(tools: pathlib.Path = PKG.parent / "tools") -> list[str]:
+    "Each _name a script of tools/ imports from the package: it could be renamed under the script without a word."
+    bad = []
+    for p in sorted(tools.glob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "annotated_transformer":
+                bad += [f"tools/{p.name} line {n.lineno}: {a.name} of {n.module}" for a in n.names if _private(a.name)]
+    return bad
+
+def test_tools_import_only_public_names(tmp_path):
+    bad = tools_private_imports()
+    assert not bad, f"make these public (documented, in __all__): {bad}"
+    (tmp_path / "t.py").write_text("from annotated_transformer.bench.op_profile import _x, op_times\n")  # planted
+    assert tools_private_imports(tmp_path) == ["tools/t.py line 1: _x of annotated_transformer.bench.op_profile"]
+
+
 # ---------------------------------------------------------------- 3. one name, one function
 
 def _defined_name(n) -> str:

@@ -14,7 +14,7 @@ import multiprocessing, sys, tempfile, time
 from pathlib import Path
 import torch
 from annotated_transformer.bench.bench_suite import settings
-from annotated_transformer.bench.ctranslate2 import _Decoders, export_ctranslate2
+from annotated_transformer.bench.ctranslate2 import DecoderProcesses, export_ctranslate2
 from annotated_transformer.engine.loading import load_model
 from annotated_transformer.translation.inference import encode_sources, translate
 from live_parity import positive_int  # tools/, beside this file
@@ -73,9 +73,9 @@ def run(a) -> int:
                sentences=len(lines), batch_size=ROWS, reps=a.reps, searches={})
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(a.checkpoint, Path(tmp) / "ct2", force=True)
-        one = _Decoders({"ours": a.checkpoint, "ours_b": a.checkpoint, "ct2_float32": d}, 1, max_len)
+        one = DecoderProcesses({"ours": a.checkpoint, "ours_b": a.checkpoint, "ct2_float32": d}, 1, max_len)
         try:
-            two = _Decoders({"ours_workers": a.checkpoint, "ct2_float32_workers": d}, 2, max_len)
+            two = DecoderProcesses({"ours_workers": a.checkpoint, "ct2_float32_workers": d}, 2, max_len)
             try:
                 for name, k in SEARCHES.items():
                     kw = dict(beam_size=k, alpha=0.6, batch_size=ROWS)

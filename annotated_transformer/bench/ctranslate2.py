@@ -18,7 +18,7 @@ from ..translation import inference
 
 # %% auto #0
 __all__ = ['QUANTIZATIONS', 'ct2_spec', 'export_ctranslate2', 'load_ct2', 'ct2_logprobs', 'our_logprobs', 'ct2_translate',
-           'compare_ct2']
+           'DecoderProcesses', 'compare_ct2']
 
 # %% ../../nbs/32d_ctranslate2.ipynb #63f5c8a1
 def _array(t: torch.Tensor): return t.detach().float().cpu().contiguous().numpy()
@@ -205,7 +205,7 @@ def _decoder_main():
     except EOFError: pass
     except Exception as e: send(("error", f"{type(e).__name__}: {e}"))
 
-class _Decoders:
+class DecoderProcesses:
     "Each decoder in its own process, asked one at a time: two OpenMP thread pools in one process slow each other."
     def __init__(self, sources: dict, threads: int, max_len: int):
         self.procs = {}
@@ -251,7 +251,7 @@ def compare_ct2(ckpt: Checkpoint | str | Path, # a translation checkpoint
     model, _ = load_model(ck, "at-translate", pack=False)
     with tempfile.TemporaryDirectory() as tmp:
         d = export_ctranslate2(ck, ct2_dir or Path(tmp) / "ct2", force=True)
-        engines = _Decoders({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck,
+        engines = DecoderProcesses({"ours": ck, "ours_unpacked": ck, "ours_modules": ck, "ours_workers": ck,
                              "ours_workers_python": ck, "ours_loop": ck, "ours_workers_loop": ck, "ct2_float32": d,
                              "ct2_int8": d, "ct2_float32_workers": d},
                             threads, model.cfg.max_len)
