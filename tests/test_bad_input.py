@@ -669,6 +669,8 @@ ROWS += [
     row("bench-seqlens-above-max-len", "at-bench",
         lambda c: ["--presets", "tiny", "--benchmarks", "seqlen", "--seqlens", "16,512", "--out", str(c.tmp / "b.json")], 2,
         "--seqlens 512"),
+    row("train-keep-best-not-a-metric", "at-train", lambda c: tr(c, "--keep-best", "val_acc"), X,
+        "keep_best='val_acc'"),  # refused at the first validation, after minutes of training
     row("variations-seeds-empty-item", "at-variations", lambda c: va(c, "--seeds", "1,,2"), 2, "--seeds"),  # ran 1 and 2
     row("bench-compile-threads-trailing-comma", "at-bench", lambda c: be(c, "--compile-threads", "1,"), 2, "--compile-threads"),
     row("bench-recipe-without-checkpoint", "at-bench", lambda c: be(c, "--recipe", "multi30k"), 2,

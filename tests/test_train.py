@@ -3,6 +3,7 @@ averaging, NaN stop, signal handling, unwritable checkpoint directory."""
 import json, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
+from dataclasses import replace
 import torch
 from annotated_transformer.engine.config import TransformerConfig
 from annotated_transformer.training.data import copy_task_pairs
@@ -269,7 +270,8 @@ def test_the_clock_counts_on_across_a_resume(tmp_path):
 
 def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_path):
     "keep_best keeps run_dir/best.pt at the step where the metric peaked (here the negated loss, via a patched evaluate); a metric validation does not give is refused by name."
-    tr = make_trainer(tmp_path / "a", max_steps=6, eval_every=2, val=True, keep_best="val_score")
+    tr = make_trainer(tmp_path / "a", max_steps=6, eval_every=2, val=True)
+    tr.cfg = replace(tr.cfg, keep_best="val_score")  # a metric of the patched evaluate below: the objective names its own
     scores = iter([1.0, 3.0, 2.0])  # steps 2, 4, 6: the best is at step 4
     tr.evaluate = lambda loader=None: dict(val_score=next(scores))
     tr.fit()
@@ -277,7 +279,16 @@ def test_keep_best_writes_the_best_checkpoint_and_names_a_missing_metric(tmp_pat
     assert best.step == 4 and best.best == dict(metric="val_score", value=3.0, step=4)
     assert load_checkpoint(tmp_path / "a").best["step"] == 4  # every later checkpoint carries the best so far
     with pytest.raises(TrainingError, match=r"keep_best='val_f1': validation gives \['val_loss', 'val_nll', 'val_ppl', 'val_tokens'\]"):
-        make_trainer(tmp_path / "b", max_steps=2, eval_every=2, val=True, keep_best="val_f1").fit()
+        make_trainer(tmp_path / "b", max_steps=2, eval_every=2, val=True, keep_best="val_f1")  # refused before any step
+    assert not (tmp_path / "b" / "metrics.jsonl").exists()
+
+def test_each_objective_names_the_metrics_it_gives():
+    "`metrics` is what `eval_metrics` returns, so that keep_best is checked before the first step (it was at the first validation)."
+    from annotated_transformer.training.loss import SequenceObjective
+    from annotated_transformer.parsing.chart import ChartObjective
+    assert set(SequenceObjective.eval_metrics(None, torch.tensor([3.0, 2.0, 4.0]))) == set(SequenceObjective.metrics)
+    assert set(ChartObjective.eval_metrics(None, torch.tensor([5.0, 8.0, 7.0, 2.0]))) == set(ChartObjective.metrics)
+    assert set(SequenceObjective.lower_is_better) < set(SequenceObjective.metrics)
 
 def test_keep_best_on_a_loss_keeps_the_lowest(tmp_path):
     "val_loss and val_ppl are the lower the better (the objective's `lower_is_better`): best.pt is where the loss was least."

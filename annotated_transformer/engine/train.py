@@ -130,6 +130,8 @@ class Trainer:
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
         self.kind = kind if kind is not None else kind_of(model.cfg, tokenizer)  # what every checkpoint records
         self.objective = objective if objective is not None else SequenceObjective.from_config(model.cfg, chunked=loss == "chunked")
+        if cfg.keep_best not in getattr(self.objective, "metrics", (cfg.keep_best,)) + ("",):  # refused before any step
+            raise TrainingError(f"keep_best={cfg.keep_best!r}: validation gives {sorted(self.objective.metrics)}; choose one")
         keep_freed_memory(self.device)  # steps reuse freed pages: before the trial, which times the run's steps
         precision, why = self._precision(cfg, model, train_loader, loss)
         self.cfg = cfg = replace(cfg, precision=precision)  # checkpoints record the precision used, not "auto"
@@ -156,9 +158,7 @@ class Trainer:
         self.tokenizer, self.extra, self.on_log = tokenizer, dict(extra or {}), on_log or (lambda record: None)
         self.step, self.saved_step, self.last_checkpoint, self._rng = 0, None, None, None
         self.clock, self._clock_start = dict(train_s=0.0, cpu_s=0.0), None  # time spent in `fit`, over every resume (see `elapsed`)
-        self.best = None  # with cfg.keep_best: {metric, value, step} of the best validation so far (kept in checkpoints' extra)
-        self.window = None  # loss, tokens and steps since the last logged step (kept in checkpoints' extra: see `fit`)
-        self.stop_signal, self.stop_agreed = None, None  # a signal seen here; a stop all ranks agreed on
+        self.best = self.window = self.stop_signal = self.stop_agreed = None  # see _keep_best, _log, fit
         self.metrics_path = self.run_dir / "metrics.jsonl"
         resumed = bool(cfg.resume and self.resume())
         if self.is_main and not resumed and self.metrics_path.is_file():  # lines of a run stopped before its first checkpoint:

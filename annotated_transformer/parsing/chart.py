@@ -292,6 +292,7 @@ class ChartObjective:
     """What the `Trainer` computes for a `ChartParser`: the loss summed over sentences, and dev bracket F1 by EVALB
     (COLLINS.prm)."""
     unit = "per sentence"  # the training loss's unit, in at-train's closing line
+    metrics = ("val_f1", "val_precision", "val_recall", "val_sentences")  # what `eval_metrics` gives (higher is better)
 
     def __init__(self, vocab: ChartVocab, # the labels of the scores
                  loss: str = "margin", # "margin" (`margin_loss`) or "span" (`span_loss`): the model config's `loss`

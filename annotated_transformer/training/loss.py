@@ -201,6 +201,7 @@ class SequenceObjective:
     """What the `Trainer` computes for a sequence-to-sequence model: the loss of §5.4 summed over target tokens;
     validation loss, cross-entropy and perplexity per target token."""
     unit = "per target token (label-smoothed)"  # what the training loss is a mean over
+    metrics = ("val_loss", "val_nll", "val_ppl", "val_tokens")  # what `eval_metrics` gives
     lower_is_better = ("val_loss", "val_nll", "val_ppl")  # for `keep_best`: the smaller, the better
     def __init__(self, label_smoothing: float = 0.1, # epsilon_ls (the model config's `label_smoothing`)
                  pad_idx: int = 0, # target padding: neither counted nor scored
