@@ -121,7 +121,7 @@ class Trainer:
                  tokenizer=None, # saved into checkpoints (anything with `state_dict()`)
                  extra: dict | None = None, # more plain data to store in checkpoints (`task`, `command`, the data settings)
                  loss: str = "chunked", # the default objective's form: "chunked" (`ChunkedLabelSmoothingLoss`) or "readable" (on the logits)
-                 objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager`, `lower_is_better` if it has them); None: `SequenceObjective` of `model.cfg`
+                 objective=None, # what the model learns (`count`, `tokens`, `loss`, `eval_sums`, `eval_metrics`, `trial_loss`; `net`, `eager`, `metrics`, `lower_is_better` if it has them); None: `SequenceObjective` of `model.cfg`
                  kind=None, # its `ModelKind`, as the launcher decided it (None: found here, once, from `model.cfg`)
                  on_log=None, # called on rank 0 with each record logged (the launcher prints a reference beside it)
                 ):
