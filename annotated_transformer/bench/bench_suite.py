@@ -14,7 +14,7 @@ from .benchmarks import bench_infer, bench_precision, bench_attention, bench_dec
 from .benchmarks import bench_decode_batches
 from .fast_path import VARIANTS, compile_plan, bench_compile, bench_loss, bench_adam, bench_mfu
 from .op_profile import bench_profile
-from .scaling import bench_memory, bench_seqlen, bench_batching
+from .scaling import SEQLENS, bench_memory, bench_seqlen, bench_batching
 from ..engine.checkpoint import load_checkpoint, CheckpointError
 from ..engine.evaluation import run_splits
 from .ctranslate2 import compare_ct2
@@ -89,7 +89,7 @@ def bench_ct2(checkpoint: str | Path, # a translation checkpoint file, a run dir
 # %% ../../nbs/33_bench_suite.ipynb #ee685d90
 def run_benchmarks(presets=("multi30k", "base"), benchmarks=DEFAULT_BENCHMARKS, reps=5, warmup=1, device="cpu",
                    threads=1, shapes: dict | None = None, # preset -> (batch_size, src_len); default `DEFAULT_SHAPES`
-                   seqlens=(16, 32, 64, 128, 256, 512), scaling_tokens=2048, scaling_preset: str | None = None,
+                   seqlens=SEQLENS, scaling_tokens=2048, scaling_preset: str | None = None,
                    peak: float | None = None, data_dir=None, log=print,
                    decode_batches=(1, 64), # sentences per call of the decode_batch benchmark
                    precisions=("fp32", "bf16"), # of the train, infer and memory benchmarks

@@ -18,7 +18,7 @@ from .benchmarks import TorchReference, random_padded_batch, make_train_step, ma
 from .benchmarks import time_interleaved, train_flops, median
 
 # %% auto #0
-__all__ = ['peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching']
+__all__ = ['SEQLENS', 'peak_memory', 'bench_memory', 'bench_seqlen', 'sentence_lengths', 'bench_batching']
 
 # %% ../../nbs/32c_scaling.ipynb #55baf92e
 def _rss_mb() -> float | None:
@@ -94,7 +94,9 @@ def bench_memory(cfg, batch_size, src_len, precision="fp32", device="cpu", threa
                 growth_ratio=growth("ours"), fast_growth_ratio=growth("ours_fast"))
 
 # %% ../../nbs/32c_scaling.ipynb #909d1182
-def bench_seqlen(cfg, seqlens=(16, 32, 64, 128, 256, 512), tokens=2048, precision="fp32", reps=3, warmup=1,
+SEQLENS = (16, 32, 64, 128, 256, 512)  # the scaling benchmark's lengths, those a preset takes
+
+def bench_seqlen(cfg, seqlens=SEQLENS, tokens=2048, precision="fp32", reps=3, warmup=1,
                  device="cpu") -> dict:
     "Training step time of ours and `nn.Transformer` for each sequence length at `tokens` per batch (no padding)."
     ours, ref = make_pair(cfg, device)

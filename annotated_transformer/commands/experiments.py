@@ -20,9 +20,10 @@ from .console import (Parser, add_device, pick_device, number, check_output, che
 from .cli import add_config_options
 from ..engine.precision import keep_freed_memory
 from ..engine.recipes import check_recipe
+from ..bench.scaling import SEQLENS
 
 # %% auto #0
-__all__ = ['SEQLENS', 'variations_parser', 'variations_main', 'bench_parser', 'bench_main']
+__all__ = ['variations_parser', 'variations_main', 'bench_parser', 'bench_main']
 
 # %% ../../nbs/39a_experiments.ipynb #e50e1f16
 def variations_parser() -> argparse.ArgumentParser:
@@ -64,8 +65,6 @@ def variations_main(argv: list[str] | None = None) -> int:
     return run_script("at-variations", _variations, argv)
 
 # %% ../../nbs/39a_experiments.ipynb #60dd8c0a
-SEQLENS = (16, 32, 64, 128, 256, 512)  # the scaling benchmark's lengths, those a preset takes
-
 def _int_list(text, low: int = 1):
     try: xs = tuple(int(x) for x in text.split(","))  # an empty item ("1,,2", "2,") is refused, not skipped
     except ValueError:

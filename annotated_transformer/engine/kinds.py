@@ -177,7 +177,6 @@ class Translator(Served):
     def translate(self, lines: str | list[str], beam_size: int = 4, alpha: float = 0.6, **options) -> list[str]:
         """One translation per line (`translate`'s options: max_len_a, max_len_b, batch_size, too_long, ...;
         `workers=N`: N batches side by side, `translate_threads`)."""
-        _check_batch_size(options)
         return self.kind.run(self.model, self.tokenizer, _text(lines), beam_size=beam_size, alpha=alpha, **options)
 
     def translate_chunks(self, lines: Iterable[str], chunk: int = 64, counts=None, **options) -> Iterator[list[str]]:

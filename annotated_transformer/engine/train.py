@@ -130,7 +130,7 @@ class Trainer:
         self.device = resolve_device(cfg.device, int(os.environ.get("LOCAL_RANK", 0)))
         self.kind = kind if kind is not None else kind_of(model.cfg, tokenizer)  # what every checkpoint records
         self.objective = objective if objective is not None else SequenceObjective.from_config(model.cfg, chunked=loss == "chunked")
-        if cfg.keep_best not in getattr(self.objective, "metrics", (cfg.keep_best,)) + ("",):  # refused before any step
+        if cfg.keep_best and cfg.keep_best not in getattr(self.objective, "metrics", [cfg.keep_best]):  # at once
             raise TrainingError(f"keep_best={cfg.keep_best!r}: validation gives {sorted(self.objective.metrics)}; choose one")
         keep_freed_memory(self.device)  # steps reuse freed pages: before the trial, which times the run's steps
         precision, why = self._precision(cfg, model, train_loader, loss)
