@@ -675,6 +675,7 @@ ROWS += [
     row("bench-compile-threads-trailing-comma", "at-bench", lambda c: be(c, "--compile-threads", "1,"), 2, "--compile-threads"),
     row("bench-recipe-without-checkpoint", "at-bench", lambda c: be(c, "--recipe", "multi30k"), 2,
         "--recipe multi30k"),  # it was ignored: only the ct2 benchmark, which needs --checkpoint, reads a recipe
+    row("bench-recipe-empty", "at-bench", lambda c: be(c, "--recipe", ""), 2, "--recipe ''"),  # said '--recipe : only ...'
     row("bench-recipe-unknown", "at-bench", lambda c: be(c, "--checkpoint", c.good, "--recipe", "nope"), 2,
         "--recipe"),  # refused only after every other benchmark had run
 ]

@@ -113,6 +113,7 @@ def _run_bench(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     if a.checkpoint is not None and not a.checkpoint.strip():
         ap.error(f"--checkpoint {a.checkpoint!r}: expected a file name")
+    if a.recipe is not None and not a.recipe.strip(): ap.error(f"--recipe {a.recipe!r}: expected a recipe name")
     if a.recipe is not None and a.checkpoint is None:  # it would be ignored: only the ct2 benchmark reads a test split
         ap.error(f"--recipe {a.recipe}: only the ct2 benchmark reads a recipe, and it needs --checkpoint; none given")
     if a.recipe is not None:
