@@ -186,6 +186,11 @@ def test_cli_workers_translate_as_one_worker(run_dir, tmp_path, cli):
         assert r.returncode == 0, r.stderr
         outs.append((tmp_path / f"out{w}.txt").read_text())
     assert outs[0] == outs[1] and len(outs[0].split("\n")) == len(lines) + 1 and "3 workers" in r.stderr
+    for w in ("1", "99"):  # 18 sentences in batches of 8: three batches, so three workers, not 99
+        r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--output",
+                tmp_path / f"out{w}b8.txt", "--beam", "2", "--batch-size", "8", "--max-len-b", "5", "--workers", w)
+        assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out99b8.txt").read_text() == (tmp_path / "out1b8.txt").read_text() and "3 workers" in r.stderr
     r = cli(translate_main, "--checkpoint", run_dir / "checkpoint.pt", "--input", tmp_path / "in.txt", "--workers", "0")
     assert r.returncode == 2 and "--workers" in r.stderr and len(r.stderr.strip().splitlines()) <= 2
 
@@ -482,6 +487,24 @@ def test_batches_side_by_side_give_translate_s_translations():
         with pytest.raises(ValueError, match="beam_size"):  # raised in a worker, seen by the caller
             translate_threads(m.model, m.tokenizer, lines, batch_size=2, beam_size=0)
         assert torch.get_num_threads() == 2
+    finally: torch.set_num_threads(threads)
+
+def test_no_more_workers_than_batches(monkeypatch):
+    """`translate_threads` never starts more workers than `translate` makes batches: one batch, asked for two workers,
+    is searched on all of torch's threads (an idle worker would hold half of them), two batches on one thread each."""
+    import annotated_transformer.translation.inference as inference
+    m, seen = load_model(REPO / "pretrained" / "multi30k-de-en", "at-translate"), []
+    def counted(*a, **kw): seen.append(torch.get_num_threads()); return beam_search(*a, **kw)
+    monkeypatch.setattr(inference, "beam_search", counted)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        for lines, size, want in ((["Ein Kind.", "", "Zwei Hunde."], 2, [2]), (["Ein Kind.", "Zwei Hunde."], 1, [1, 1]),
+                                  (["Ein Kind."] * 3, 64, [2])):
+            seen.clear()
+            inference.translate_threads(m.model, m.tokenizer, lines, workers=2, batch_size=size, beam_size=1)
+            assert seen == want and torch.get_num_threads() == 2, (lines, size, seen)
+        assert [inference.batch_count(n, 4) for n in (0, 1, 8, 9)] == [1, 1, 2, 3]
     finally: torch.set_num_threads(threads)
 
 def test_an_error_drops_the_batches_not_begun(monkeypatch):

@@ -284,6 +284,7 @@ SRC = torch.tensor([[4, 5, 6]])
     (dict(beam_size=2.0), TypeError, "beam_size=2.0"), (dict(max_len_b=-1), ValueError, "max_len_b=-1"),
     (dict(max_len_a=float("nan")), ValueError, "max_len_a=nan"), (dict(alpha=-0.5), ValueError, "alpha=-0.5"),
     (dict(n_best=5), ValueError, "n_best=5"),
+    (dict(beam_size=12), ValueError, "beam_size=12: expected at most the model's 11 target tokens"),
     (dict(src=torch.tensor([[4, 11]])), ValueError, "token id 11 is outside"),
     (dict(src=torch.tensor([[-1, 4]])), ValueError, "token id -1 is outside"),
     (dict(src=torch.zeros(1, 0, dtype=torch.long)), ValueError, "src: empty"),

@@ -17,7 +17,7 @@ from ..engine.loading import load_model
 from ..engine.shipped_models import (shipped_dir, shipped_names, shipped_path, check_ship_name, ship_translation,
                                                          ship_parser, training_run)
 from ..engine.tasks import TASKS, DataSpec, ModelSpec, check_copy_vocab, task_preset, model_config
-from ..translation.inference import bleu_scores
+from ..translation.inference import bleu_scores, batch_count
 from ..engine.evaluation import evaluate_run, run_splits, evaluation_summary, run_checkpoints
 from ..parsing.parser import parse_gold
 from ..engine.parsing_runs import iter_sentences, parse_chunks, read_gold
@@ -28,7 +28,7 @@ from .console import (Parser, DEVICE_HELP, device_name, add_device, pick_device,
                                            write_lines, write_stream, lines_per_chunk, blank_note, no_sentences)
 
 # %% auto #0
-__all__ = ['CHOICES', 'add_config_options', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help',
+__all__ = ['CHOICES', 'BEAM', 'add_config_options', 'train_argparser', 'find_task', 'parse_args', 'train_main', 'shipped_help',
            'add_model_options', 'model_option', 'translate_parser', 'translate_main', 'evaluate_parser',
            'evaluate_main', 'parse_parser', 'check_parser_ship', 'parse_main']
 
@@ -125,6 +125,8 @@ def shipped_help(command: str) -> str:
     "The shipped models a command serves, for its --help."
     return ", ".join(shipped_names(command)) or f"none in {shipped_dir()}"
 
+BEAM = {"beam_size": "--beam"}  # the argument at-translate and at-parse spell --beam (`in_options`)
+
 def add_model_options(p: argparse.ArgumentParser, command: str, checkpoint_help: str, beam: int, alpha: float,
                       max_len_b: int, batch_size: int, section: str, **checkpoint_kw):
     "The options at-translate and at-parse share: which model (--checkpoint or a shipped --model), and how it decodes."
@@ -179,13 +181,14 @@ def _translate(argv: list[str]) -> int:
     chunks = translator.translate_chunks(lines, per_chunk, counts, workers=a.workers, beam_size=a.beam, alpha=a.alpha,
                                          max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size,
                                          too_long=a.too_long, early_stop=not a.no_early_stop)
-    with in_options():  # a truncated line's notice is one `warning:` line, and a hint names --too-long as typed
+    with in_options(BEAM):  # a truncated line's notice is one `warning:` line, and a hint names --too-long as typed
         if refs is None: write_stream(a.output, chunks)  # each chunk once translated: an endless input streams
         else: hyps = [h for c in chunks for h in c]; write_lines(a.output, hyps)
     dt, n = time.perf_counter() - t0, counts["sentences"]
     scores = bleu_scores(hyps, refs) if refs is not None and n else None
     if not n: return no_sentences("at-translate", a.input, counts["lines"], "translate")
-    workers = f", {a.workers} workers" * (a.workers > 1)
+    used = min(a.workers, batch_count(n, a.batch_size))  # translate_threads' workers: no more than there are batches
+    workers = f", {used} workers" * (used > 1)
     print(f"at-translate: {n} sentence{'s' * (n != 1)} translated in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
           f"(beam {a.beam}, batch {a.batch_size}{workers}, {device}){blank_note(counts['lines'] - n)}",
           file=sys.stderr)
@@ -303,7 +306,8 @@ def _parse(argv: list[str]) -> int:
     parser = load_model(ck or a.checkpoint or [model_option(p, a.model)], "at-parse", device)
     (model, vocab), kind, longest = parser, parser.kind, parser.longest
     if a.gold:
-        r = parse_gold(model, vocab, golds := read_gold(a.gold, longest), decode=kind.run, **kw)
+        with in_options(BEAM):  # a decoding argument's error names the option typed (--beam)
+            r = parse_gold(model, vocab, golds := read_gold(a.gold, longest), decode=kind.run, **kw)
         write_lines(a.output, [str(t) for t in r["trees"]])
         s = r["scores"]["all"]
         print(f"at-parse: {s['sentences']} sentences, EVALB (COLLINS.prm) recall {s['recall']:.2f} precision "
@@ -313,7 +317,8 @@ def _parse(argv: list[str]) -> int:
         return 0
     source, counts = a.input or "-", Counter()  # lines, sentences, repaired: a blank line gets a blank one
     sents, chunk = iter_sentences(source, longest), lines_per_chunk(source, a.batch_size)
-    write_stream(a.output, parse_chunks(model, vocab, sents, kind.run, chunk, counts, **kw))  # each chunk once parsed
+    with in_options(BEAM):  # each chunk once parsed
+        write_stream(a.output, parse_chunks(model, vocab, sents, kind.run, chunk, counts, **kw))
     n = counts["sentences"]
     if not n: return no_sentences("at-parse", source, counts["lines"], "parse")
     print(f"at-parse: {n} sentence{'s' * (n != 1)} parsed, {counts['repaired']} repaired, "

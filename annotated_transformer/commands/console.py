@@ -148,21 +148,24 @@ def check_output_dir(parser: argparse.ArgumentParser, option: str, path: str):
     if not os.access(up, os.W_OK): bad_file(parser, f"{option} {path}: {up} is not writable")
 
 # %% ../../nbs/30a_console.ipynb #27f71579
-def as_option(error: Exception | Warning | str) -> str:
+def as_option(error: Exception | Warning | str,
+              names: dict | None = None, # arguments whose option is not their name with dashes: {"beam_size": "--beam"}
+             ) -> str:
     """A message that names Python arguments, with the options a user types: `max_steps=0: ...` -> `--max-steps 0: ...`,
     `too_long='truncate'` -> `--too-long truncate`."""
-    text = re.sub(r"^(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')} ", str(error))
-    return re.sub(r"(?<![\w-])([a-z]\w*)='([^'\s]*)'", lambda m: f"--{m.group(1).replace('_', '-')} {m.group(2)}", text)
+    option = lambda name: (names or {}).get(name, "--" + name.replace("_", "-"))
+    text = re.sub(r"^(\w+)=", lambda m: f"{option(m.group(1))} ", str(error))
+    return re.sub(r"(?<![\w-])([a-z]\w*)='([^'\s]*)'", lambda m: f"{option(m.group(1))} {m.group(2)}", text)
 
 @contextlib.contextmanager
-def in_options():
+def in_options(names: dict | None = None): # as for `as_option`
     "Inside, a Python warning is one line `warning: ...`; messages name arguments as the options typed (`as_option`)."
     from annotated_transformer.training.data import warn
     with warnings.catch_warnings():
-        warnings.showwarning = lambda message, *rest: warn(as_option(message))
+        warnings.showwarning = lambda message, *rest: warn(as_option(message, names))
         try: yield
         except ValueError as e:
-            if (text := as_option(e)) == str(e): raise
+            if (text := as_option(e, names)) == str(e): raise
             raise ValueError(text) from None
 
 # %% ../../nbs/30a_console.ipynb #b2d0c014

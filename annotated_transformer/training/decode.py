@@ -98,8 +98,9 @@ def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor
     if max_len_a * src.size(1) + max_len_b < 1:
         raise ValueError(f"max_len_b={max_len_b}: with max_len_a={max_len_a}, no token; expected a * length + b >= 1")
     if n_best > beam_size: raise ValueError(f"n_best={n_best}: expected at most beam_size={beam_size} hypotheses per sentence")
+    T = model.cfg.tgt_vocab_size
+    if beam_size > T: raise ValueError(f"beam_size={beam_size}: expected at most the model's {T} target tokens")
 
-# %% ../../nbs/35_fast_decoding.ipynb #78439917
 def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
                  src_key_padding_mask: Tensor | None, # bool (B, S), True at padding
                  max_len_a: float, max_len_b: int) -> Tensor: # (B,) longest output per sentence

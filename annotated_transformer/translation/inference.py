@@ -15,7 +15,7 @@ from ..training.data import SubwordTokenizer, in_chunks
 from ..training.decode import beam_search
 
 # %% auto #0
-__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'translate_threads']
+__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'batch_count', 'translate_threads']
 
 # %% ../../nbs/13_inference.ipynb #8959a43f
 def encode_sources(tokenizer: SubwordTokenizer, lines: list[str], max_len: int, # the model's positional table size
@@ -225,7 +225,16 @@ def attention_record(model: Transformer, tokenizer: SubwordTokenizer, source: st
                 attention={k: [_round_rows(w, scale) for w in v] for k, v in maps.items()})
 
 # %% ../../nbs/35_fast_decoding.ipynb #83e56192
+import inspect
 from concurrent.futures import ThreadPoolExecutor
+
+_BATCH_SIZE = inspect.signature(translate).parameters["batch_size"].default
+
+def batch_count(sentences: int, # lines not blank
+                batch_size: int, # sentences per batch
+               ) -> int: # at least 1
+    "The batches `translate` cuts `sentences` sentences into."
+    return max(1, -(-sentences // batch_size))
 
 def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str], # as for `translate`
                       workers: int = 2, # batches searched at once, each on a thread of its own
@@ -235,6 +244,10 @@ def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: li
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     if "map_batches" in kw: raise TypeError("translate_threads: map_batches is its own (a thread pool's map)")
+    size = kw.get("batch_size", _BATCH_SIZE)
+    if type(size) is int and size > 0:  # never more workers than batches: an idle one would hold threads (else
+        # translate refuses the batch size, naming it)
+        workers = min(workers, batch_count(sum(isinstance(l, str) and bool(l.strip()) for l in lines), size))
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, threads // workers))  # for the whole process, until the search is done
     try:  # after an error (or Ctrl-C) the pool's `map` drops the batches not yet begun
