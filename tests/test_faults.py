@@ -279,12 +279,31 @@ def tiny():
 
 SRC = torch.tensor([[4, 5, 6]])
 
+def test_a_search_that_could_never_fit_is_refused_before_it_starts(tiny, monkeypatch):
+    """A beam (or batch) whose rows' log-probabilities alone exceed the free memory is refused by name before the
+    encoder runs, instead of running the machine out of memory; a beam wider than the vocabulary is fine (11 tokens,
+    21 beams: after two steps there are more sequences than beams)."""
+    import annotated_transformer.architecture.layers as layers
+    src = torch.tensor([[4, 5, 6]] * 3)  # three sentences of three tokens
+    assert layers.free_memory(torch.device("cpu")) is None or layers.free_memory(torch.device("cpu")) > 0
+    assert len(beam_search(tiny, src, beam_size=21)) == 3
+    for k in (4, 1):  # a beam, and greedy search (`one_beam_search`)
+        need = layers.search_bytes(tiny, 3 * k)
+        assert need == 3 * k * 11 * 4
+        with monkeypatch.context() as m:
+            m.setattr(layers, "free_memory", lambda device: need - 1)
+            m.setattr(tiny, "encode", lambda *a, **kw: pytest.fail("the search started"))
+            with pytest.raises(ValueError, match=rf"^beam_size={k}: 3 sentences of {k} beams need at least .* is free"):
+                beam_search(tiny, src, beam_size=k)
+        with monkeypatch.context() as m:
+            m.setattr(layers, "free_memory", lambda device: need)  # just enough: it searches
+            assert len(beam_search(tiny, src, beam_size=k)) == 3
+
 @pytest.mark.parametrize("kw,error,words", [
     (dict(beam_size=0), ValueError, "beam_size=0"), (dict(beam_size=-2), ValueError, "beam_size=-2"),
     (dict(beam_size=2.0), TypeError, "beam_size=2.0"), (dict(max_len_b=-1), ValueError, "max_len_b=-1"),
     (dict(max_len_a=float("nan")), ValueError, "max_len_a=nan"), (dict(alpha=-0.5), ValueError, "alpha=-0.5"),
     (dict(n_best=5), ValueError, "n_best=5"),
-    (dict(beam_size=12), ValueError, "beam_size=12: expected at most the model's 11 target tokens"),
     (dict(src=torch.tensor([[4, 11]])), ValueError, "token id 11 is outside"),
     (dict(src=torch.tensor([[-1, 4]])), ValueError, "token id -1 is outside"),
     (dict(src=torch.zeros(1, 0, dtype=torch.long)), ValueError, "src: empty"),

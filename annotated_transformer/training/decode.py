@@ -11,7 +11,7 @@ from typing import NamedTuple
 from torch import Tensor
 from ..architecture.model import Transformer
 from ..architecture.attention import merge_masks, to_sdpa_mask
-from ..architecture.layers import PackedDecoderStep
+from ..architecture.layers import PackedDecoderStep, check_search_fits
 
 # %% auto #0
 __all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'MAX_ALPHA', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache']
@@ -98,8 +98,7 @@ def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor
     if max_len_a * src.size(1) + max_len_b < 1:
         raise ValueError(f"max_len_b={max_len_b}: with max_len_a={max_len_a}, no token; expected a * length + b >= 1")
     if n_best > beam_size: raise ValueError(f"n_best={n_best}: expected at most beam_size={beam_size} hypotheses per sentence")
-    T = model.cfg.tgt_vocab_size
-    if beam_size > T: raise ValueError(f"beam_size={beam_size}: expected at most the model's {T} target tokens")
+    check_search_fits(model, src.size(0), beam_size, src.device)  # one line: a search that could never fit
 
 def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
                  src_key_padding_mask: Tensor | None, # bool (B, S), True at padding
