@@ -242,6 +242,32 @@ def test_console_scripts_point_at_the_guarded_entries():
 
 # ---------------------------------------------------------------- the Python API a reader calls directly
 
+def test_free_memory_is_the_containers_where_its_limit_leaves_less(tmp_path, tiny, monkeypatch):
+    """On a CPU, the free memory is MemAvailable or what the memory cgroup (cgroup v2, or v1) leaves below its limit,
+    whichever is less: in a container MemAvailable is the host's. No limit ("max", or v1's huge number) or no files:
+    MemAvailable; nothing readable: None. The refusal counts one sentence and one beam in the singular."""
+    import annotated_transformer.architecture.layers as layers
+    cpu, GiB = torch.device("cpu"), 2**30
+    (tmp_path / "meminfo").write_text("MemTotal:       41943040 kB\nMemAvailable:   20971520 kB\n")  # 20 GiB
+    free = lambda root: layers.free_memory(cpu, str(tmp_path / root), str(tmp_path / "meminfo"))
+    v2, v1 = tmp_path / "v2", tmp_path / "v1" / "memory"
+    v2.mkdir(); v1.mkdir(parents=True)
+    assert free("none") == 20 * GiB  # no cgroup files
+    (v2 / "memory.max").write_text(f"{GiB}\n"); (v2 / "memory.current").write_text(f"{3 * GiB // 4}\n")
+    assert free("v2") == GiB // 4
+    (v2 / "memory.current").write_text(f"{2 * GiB}\n")
+    assert free("v2") == 0  # already past its limit: nothing is free
+    (v2 / "memory.max").write_text("max\n")
+    assert free("v2") == 20 * GiB
+    (v1 / "memory.limit_in_bytes").write_text(f"{2 * GiB}\n"); (v1 / "memory.usage_in_bytes").write_text(f"{GiB}\n")
+    assert free("v1") == GiB
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1 without a limit
+    assert free("v1") == 20 * GiB
+    assert layers.free_memory(cpu, str(tmp_path / "none"), str(tmp_path / "absent")) is None
+    monkeypatch.setattr(layers, "free_memory", lambda device: 0)
+    with pytest.raises(ValueError, match=r"^beam_size=1: 1 sentence of 1 beam needs at least 0.0 GiB, 0.0 GiB is free"):
+        beam_search(tiny, SRC, beam_size=1)
+
 @pytest.mark.parametrize("kw,error,words", [
     (dict(d_model="512"), TypeError, "d_model='512': expected int"),
     (dict(n_heads=4.0), TypeError, "n_heads=4.0: expected int"),
@@ -293,7 +319,7 @@ def test_a_search_that_could_never_fit_is_refused_before_it_starts(tiny, monkeyp
         with monkeypatch.context() as m:
             m.setattr(layers, "free_memory", lambda device: need - 1)
             m.setattr(tiny, "encode", lambda *a, **kw: pytest.fail("the search started"))
-            with pytest.raises(ValueError, match=rf"^beam_size={k}: 3 sentences of {k} beams need at least .* is free"):
+            with pytest.raises(ValueError, match=rf"^beam_size={k}: 3 sentences of {k} beams? need at least .* is free"):
                 beam_search(tiny, src, beam_size=k)
         with monkeypatch.context() as m:
             m.setattr(layers, "free_memory", lambda device: need)  # just enough: it searches

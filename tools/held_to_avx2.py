@@ -11,6 +11,7 @@ The caches, memory and clocks stay this machine's.
 """
 import os, sys
 from pathlib import Path
+from annotated_transformer.training.data import cpuinfo as cpuinfo_fields
 
 HELD = dict(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2",
             CT2_FORCE_CPU_ISA="AVX2")
@@ -18,9 +19,9 @@ HELD = dict(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2", MKL_ENABLE_IN
 
 def held_env(cpuinfo: str) -> dict:
     "The variables to set, from the text of /proc/cpuinfo."
-    line = next((l for l in cpuinfo.splitlines() if l.startswith("flags")), None)
+    line = cpuinfo_fields(cpuinfo).get("flags")  # the first processor's, as the package reads them
     if line is None: raise ValueError("no 'flags' line in /proc/cpuinfo: not an x86 CPU, nothing to hold to AVX2")
-    flags = line.partition(":")[2].split()
+    flags = line.split()
     if "avx2" not in flags: raise ValueError("this CPU has no avx2 flag: it cannot run AVX2 kernels")
     return dict(HELD, AT_CPU_FLAGS=" ".join(f for f in flags if not f.startswith(("avx512", "amx"))))
 

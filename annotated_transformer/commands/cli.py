@@ -17,7 +17,7 @@ from ..engine.loading import load_model
 from ..engine.shipped_models import (shipped_dir, shipped_names, shipped_path, check_ship_name, ship_translation,
                                                          ship_parser, training_run)
 from ..engine.tasks import TASKS, DataSpec, ModelSpec, check_copy_vocab, task_preset, model_config
-from ..translation.inference import bleu_scores, batch_count
+from ..translation.inference import bleu_scores, workers_used
 from ..engine.evaluation import evaluate_run, run_splits, evaluation_summary, run_checkpoints
 from ..parsing.parser import parse_gold
 from ..engine.parsing_runs import iter_sentences, parse_chunks, read_gold
@@ -187,7 +187,7 @@ def _translate(argv: list[str]) -> int:
     dt, n = time.perf_counter() - t0, counts["sentences"]
     scores = bleu_scores(hyps, refs) if refs is not None and n else None
     if not n: return no_sentences("at-translate", a.input, counts["lines"], "translate")
-    used = min(a.workers, batch_count(n, a.batch_size))  # translate_threads' workers: no more than there are batches
+    used = workers_used(a.workers, n, a.batch_size)  # as translate_threads counts them
     workers = f", {used} workers" * (used > 1)
     print(f"at-translate: {n} sentence{'s' * (n != 1)} translated in {dt:.2f} s, {n / max(dt, 1e-9):.1f} sentences/s "
           f"(beam {a.beam}, batch {a.batch_size}{workers}, {device}){blank_note(counts['lines'] - n)}",

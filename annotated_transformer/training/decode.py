@@ -98,7 +98,7 @@ def check_decoding(model: Transformer, src: Tensor, src_key_padding_mask: Tensor
     if max_len_a * src.size(1) + max_len_b < 1:
         raise ValueError(f"max_len_b={max_len_b}: with max_len_a={max_len_a}, no token; expected a * length + b >= 1")
     if n_best > beam_size: raise ValueError(f"n_best={n_best}: expected at most beam_size={beam_size} hypotheses per sentence")
-    check_search_fits(model, src.size(0), beam_size, src.device)  # one line: a search that could never fit
+    check_search_fits(model, src.size(0), beam_size, src.device)  # the rows' log-probabilities alone exceed free memory
 
 def length_limit(model: Transformer, src: Tensor, # source ids (B, S)
                  src_key_padding_mask: Tensor | None, # bool (B, S), True at padding

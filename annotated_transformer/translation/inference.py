@@ -15,7 +15,7 @@ from ..training.data import SubwordTokenizer, in_chunks
 from ..training.decode import beam_search
 
 # %% auto #0
-__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'batch_count', 'translate_threads']
+__all__ = ['encode_sources', 'translate', 'translate_chunks', 'bleu_scores', 'toy_sentence', 'reverse', 'pad', 'attention_maps', 'plot_attention', 'plot_attention_lines', 'attention_record', 'batch_count', 'workers_used', 'translate_threads']
 
 # %% ../../nbs/13_inference.ipynb #8959a43f
 def encode_sources(tokenizer: SubwordTokenizer, lines: list[str], max_len: int, # the model's positional table size
@@ -236,6 +236,10 @@ def batch_count(sentences: int, # lines not blank
     "The batches `translate` cuts `sentences` sentences into."
     return max(1, -(-sentences // batch_size))
 
+def workers_used(workers: int, sentences: int, batch_size: int) -> int:
+    "The workers `translate_threads` starts: never more than there are batches, since an idle one would hold threads."
+    return min(workers, batch_count(sentences, batch_size))
+
 def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: list[str], # as for `translate`
                       workers: int = 2, # batches searched at once, each on a thread of its own
                       **kw, # `translate`'s settings: beam_size, alpha, batch_size, too_long, progress, ...
@@ -245,9 +249,8 @@ def translate_threads(model: Transformer, tokenizer: SubwordTokenizer, lines: li
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     if "map_batches" in kw: raise TypeError("translate_threads: map_batches is its own (a thread pool's map)")
     size = kw.get("batch_size", _BATCH_SIZE)
-    if type(size) is int and size > 0:  # never more workers than batches: an idle one would hold threads (else
-        # translate refuses the batch size, naming it)
-        workers = min(workers, batch_count(sum(isinstance(l, str) and bool(l.strip()) for l in lines), size))
+    if type(size) is int and size > 0:  # (else `translate` refuses the batch size, naming it)
+        workers = workers_used(workers, sum(isinstance(l, str) and bool(l.strip()) for l in lines), size)
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, threads // workers))  # for the whole process, until the search is done
     try:  # after an error (or Ctrl-C) the pool's `map` drops the batches not yet begun
