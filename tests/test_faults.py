@@ -246,10 +246,10 @@ def test_free_memory_is_the_containers_where_its_limit_leaves_less(tmp_path, tin
     """On a CPU, the free memory is MemAvailable or what the memory cgroup (cgroup v2, or v1) leaves below its limit,
     whichever is less: in a container MemAvailable is the host's. No limit ("max", or v1's huge number) or no files:
     MemAvailable; nothing readable: None. The refusal counts one sentence and one beam in the singular."""
-    import annotated_transformer.architecture.layers as layers
+    import annotated_transformer.training.decode as decode_module
     cpu, GiB = torch.device("cpu"), 2**30
     (tmp_path / "meminfo").write_text("MemTotal:       41943040 kB\nMemAvailable:   20971520 kB\n")  # 20 GiB
-    free = lambda root: layers.free_memory(cpu, str(tmp_path / root), str(tmp_path / "meminfo"))
+    free = lambda root: decode_module.free_memory(cpu, str(tmp_path / root), str(tmp_path / "meminfo"))
     v2, v1 = tmp_path / "v2", tmp_path / "v1" / "memory"
     v2.mkdir(); v1.mkdir(parents=True)
     assert free("none") == 20 * GiB  # no cgroup files
@@ -263,8 +263,8 @@ def test_free_memory_is_the_containers_where_its_limit_leaves_less(tmp_path, tin
     assert free("v1") == GiB
     (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1 without a limit
     assert free("v1") == 20 * GiB
-    assert layers.free_memory(cpu, str(tmp_path / "none"), str(tmp_path / "absent")) is None
-    monkeypatch.setattr(layers, "free_memory", lambda device: 0)
+    assert decode_module.free_memory(cpu, str(tmp_path / "none"), str(tmp_path / "absent")) is None
+    monkeypatch.setattr(decode_module, "free_memory", lambda device: 0)
     with pytest.raises(ValueError, match=r"^beam_size=1: 1 sentence of 1 beam needs at least 0.0 GiB, 0.0 GiB is free"):
         beam_search(tiny, SRC, beam_size=1)
 
@@ -309,20 +309,20 @@ def test_a_search_that_could_never_fit_is_refused_before_it_starts(tiny, monkeyp
     """A beam (or batch) whose rows' log-probabilities alone exceed the free memory is refused by name before the
     encoder runs, instead of running the machine out of memory; a beam wider than the vocabulary is fine (11 tokens,
     21 beams: after two steps there are more sequences than beams)."""
-    import annotated_transformer.architecture.layers as layers
+    import annotated_transformer.training.decode as decode_module
     src = torch.tensor([[4, 5, 6]] * 3)  # three sentences of three tokens
-    assert layers.free_memory(torch.device("cpu")) is None or layers.free_memory(torch.device("cpu")) > 0
+    assert decode_module.free_memory(torch.device("cpu")) is None or decode_module.free_memory(torch.device("cpu")) > 0
     assert len(beam_search(tiny, src, beam_size=21)) == 3
     for k in (4, 1):  # a beam, and greedy search (`one_beam_search`)
-        need = layers.search_bytes(tiny, 3 * k)
+        need = decode_module.search_bytes(tiny, 3 * k)
         assert need == 3 * k * 11 * 4
         with monkeypatch.context() as m:
-            m.setattr(layers, "free_memory", lambda device: need - 1)
+            m.setattr(decode_module, "free_memory", lambda device: need - 1)
             m.setattr(tiny, "encode", lambda *a, **kw: pytest.fail("the search started"))
             with pytest.raises(ValueError, match=rf"^beam_size={k}: 3 sentences of {k} beams? need at least .* is free"):
                 beam_search(tiny, src, beam_size=k)
         with monkeypatch.context() as m:
-            m.setattr(layers, "free_memory", lambda device: need)  # just enough: it searches
+            m.setattr(decode_module, "free_memory", lambda device: need)  # just enough: it searches
             assert len(beam_search(tiny, src, beam_size=k)) == 3
 
 @pytest.mark.parametrize("kw,error,words", [

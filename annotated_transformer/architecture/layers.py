@@ -10,7 +10,7 @@ from torch import Tensor
 from .attention import MultiHeadAttention, Dropout
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'search_bytes', 'free_memory', 'check_search_fits', 'can_pack', 'PackedLinear', 'PackedFeedForward', 'PackedAttention', 'pack_linears', 'PackedDecoderStep']
+__all__ = ['PositionwiseFeedForward', 'EncoderLayer', 'DecoderLayer', 'copy_to_torch_layer', 'can_pack', 'PackedLinear', 'PackedFeedForward', 'PackedAttention', 'pack_linears', 'PackedDecoderStep']
 
 # %% ../../nbs/02_layers.ipynb #fde12625
 class PositionwiseFeedForward(nn.Module):
@@ -98,42 +98,6 @@ def copy_to_torch_layer(ours: EncoderLayer, ref: nn.Module):
     for name in ["linear1", "linear2"]: getattr(ref, name).load_state_dict(getattr(ours.ff, name).state_dict())
     for name in ["norm1", "norm2", "norm3"]:
         if hasattr(ref, name): getattr(ref, name).load_state_dict(getattr(ours, name).state_dict())
-
-# %% ../../nbs/35_fast_decoding.ipynb #99a45b28
-from pathlib import Path
-
-def search_bytes(model: nn.Module, rows: int, # decoder rows: sentences times beams
-                ) -> int: # bytes
-    """The least memory a search of `rows` decoder rows must hold: one step's fp32 log-probabilities over the target
-    vocabulary. The whole search holds more (the logits, the cache growing a position a step), so a search that
-    needs more than the free memory could never run, while one within it may still not fit."""
-    return rows * model.cfg.tgt_vocab_size * 4
-
-def free_memory(device: torch.device, # the search's device
-                root: str = "/sys/fs/cgroup", meminfo: str = "/proc/meminfo", # where Linux reports them
-               ) -> int | None: # bytes; None where unknown
-    """The bytes free for new tensors on `device`: the GPU's free memory; on a CPU, Linux's MemAvailable, or less where
-    the memory cgroup (a container's limit) leaves less room than that."""
-    if device.type == "cuda": return torch.cuda.mem_get_info(device)[0]
-    def number(path): # the first number in a file; None where it is missing, unreadable or "max" (no limit)
-        try: return int(Path(path).read_text().split()[0])
-        except (OSError, ValueError, IndexError): return None
-    try:
-        with open(meminfo) as f: free = [next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))]
-    except (OSError, StopIteration, ValueError, IndexError): free = []
-    v1 = ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")
-    for limit, used in (("memory.max", "memory.current"), v1):
-        cap, now = number(f"{root}/{limit}"), number(f"{root}/{used}")  # cgroup v2, then v1
-        if cap is not None and now is not None: free.append(max(0, cap - now))  # v1's "no limit" is a huge number
-    return min(free) if free else None
-
-def check_search_fits(model: nn.Module, sentences: int, beam_size: int, device: torch.device):
-    "A `ValueError` naming beam_size where `sentences` x `beam_size` rows could never fit in `device`'s free memory."
-    free, need = free_memory(device), search_bytes(model, sentences * beam_size)
-    if free is not None and need > free:
-        rows = f"{sentences} sentence{'s' * (sentences != 1)} of {beam_size} beam{'s' * (beam_size != 1)}"
-        raise ValueError(f"beam_size={beam_size}: {rows} need{'s' * (sentences == 1)} at least {need / 2**30:.1f} GiB, "
-                         f"{free / 2**30:.1f} GiB is free; expected fewer beams or sentences")
 
 # %% ../../nbs/35_fast_decoding.ipynb #8571d414
 def can_pack() -> bool:

@@ -12,8 +12,7 @@ from .layers import EncoderLayer, DecoderLayer
 from .embeddings import Embeddings, PositionalEncoding, LearnedPositionalEmbedding, tie_weights
 
 # %% auto #0
-__all__ = ['draw_figure_1', 'TransformerConfig', 'check_types', 'Encoder', 'Decoder', 'Transformer', 'make_model',
-           'count_parameters']
+__all__ = ['draw_figure_1', 'TransformerConfig', 'check_types', 'Encoder', 'Decoder', 'Transformer', 'make_model', 'count_parameters', 'StaticKVCache']
 
 # %% ../../nbs/04_model.ipynb #c7d1b88b
 #| echo: false
@@ -276,3 +275,54 @@ def make_model(cfg: TransformerConfig) -> Transformer:
 def count_parameters(model: nn.Module) -> int:
     "Number of distinct trainable parameters (a tied matrix counts once)."
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+# %% ../../nbs/35_fast_decoding.ipynb #ccb41d94
+import torch
+import torch.nn.functional as F
+from .attention import merge_masks, to_sdpa_mask
+
+class StaticKVCache:
+    "Keys/values of every decoder layer in one preallocated buffer, written in place; one re-ranking for all layers."
+    def __init__(self, model: Transformer, memory: Tensor, # encoder output (N, S, D)
+                 memory_key_padding_mask: Tensor | None, # bool (N, S), True at padding
+                 max_len: int): # most steps this cache will hold
+        if not isinstance(model, Transformer): raise TypeError(f"StaticKVCache needs a Transformer, got {type(model).__name__}")
+        layers, (N, S, _) = model.decoder.layers, memory.shape
+        H, Dh = layers[0].self_attn.n_heads, layers[0].self_attn.d_k
+        self.model, self.t, self.shape = model, 0, (N, H, Dh)
+        self.kv = memory.new_zeros(2, len(layers), N, H, max_len, Dh)  # self-attention keys [0] and values [1]
+        cat = lambda ts: None if ts[0] is None else torch.cat(ts)  # (3*H*Dh, D) weights, (3*H*Dh,) biases
+        self.qkv = [(cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
+                     cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias])) for l in layers]
+        self.memory_kv = [(l.cross_attn.split_heads(l.cross_attn.k_proj(memory)),  # (N, H, S, Dh), projected once
+                           l.cross_attn.split_heads(l.cross_attn.v_proj(memory))) for l in layers]
+        self.memory_mask = to_sdpa_mask(merge_masks(None, memory_key_padding_mask, N, 1, S))  # (N, 1, 1, S) or None
+
+    def step(self, tok: Tensor) -> Tensor: # (N, 1) the newest tokens -> decoder output (N, 1, D)
+        "Run one decoding step through every layer, writing its keys and values at position t."
+        m, t, (N, H, Dh) = self.model, self.t, self.shape
+        if t >= self.kv.size(4): raise IndexError(f"StaticKVCache holds {self.kv.size(4)} steps; step {t + 1} does not fit")
+        x = m.tgt_pos(m.tgt_embed(tok), t)  # (N, 1, D)
+        for i, layer in enumerate(m.decoder.layers):
+            sa, ca = layer.self_attn, layer.cross_attn
+            q, k, v = F.linear(layer.pre(x, layer.norm1), *self.qkv[i]).view(N, 3, H, Dh).unbind(1)  # 3 x (N, H, Dh)
+            self.kv[0, i, :, :, t], self.kv[1, i, :, :, t] = k, v  # in place
+            a = F.scaled_dot_product_attention(q[:, :, None], self.kv[0, i, :, :, :t + 1], self.kv[1, i, :, :, :t + 1])  # (N, H, 1, Dh)
+            x = layer.residual(x, sa.out_proj(a.reshape(N, 1, H * Dh)), layer.norm1)  # (N, 1, D)
+            q = ca.split_heads(ca.q_proj(layer.pre(x, layer.norm2)))  # (N, H, 1, Dh)
+            a = F.scaled_dot_product_attention(q, *self.memory_kv[i], attn_mask=self.memory_mask)  # (N, H, 1, Dh)
+            x = layer.residual(x, ca.out_proj(a.transpose(1, 2).reshape(N, 1, H * Dh)), layer.norm2)
+            x = layer.residual(x, layer.ff(layer.pre(x, layer.norm3)), layer.norm3)  # (N, 1, D)
+        self.t += 1
+        return m.decoder.norm(x)  # (N, 1, D)
+
+    def reorder(self, index: Tensor): # (N,) row i continues row index[i]
+        "Make every layer's keys and values follow re-ranked beams: one gather and one copy."
+        self.kv[:, :, :, :, :self.t] = self.kv[:, :, :, :, :self.t].index_select(2, index)  # (2, L, N, H, t, Dh)
+
+    def select(self, index: Tensor): # (N',) the rows that stay
+        "Keep only some rows: a smaller buffer, and the memory's keys, values and mask of those rows."
+        self.kv = self.kv.index_select(2, index)  # (2, L, N', H, max_len, Dh)
+        self.memory_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.memory_kv]  # (N', H, S, Dh)
+        if self.memory_mask is not None: self.memory_mask = self.memory_mask.index_select(0, index)  # (N', 1, 1, S)
+        self.shape = (index.numel(), *self.shape[1:])

@@ -4,17 +4,16 @@
 
 # %% ../../nbs/10_decode.ipynb #0b6bfef9
 from __future__ import annotations
-import math, time
+import math
+from pathlib import Path
 import torch
-import torch.nn.functional as F
 from typing import NamedTuple
 from torch import Tensor
-from ..architecture.model import Transformer
-from ..architecture.attention import merge_masks, to_sdpa_mask
-from ..architecture.layers import PackedDecoderStep, check_search_fits
+from ..architecture.model import Transformer, StaticKVCache
+from ..architecture.layers import PackedDecoderStep
 
 # %% auto #0
-__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'MAX_ALPHA', 'DecodingConstraint', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis', 'StaticKVCache']
+__all__ = ['simple_greedy_decode', 'length_penalty', 'simple_beam_search', 'MAX_ALPHA', 'DecodingConstraint', 'search_bytes', 'free_memory', 'check_search_fits', 'check_decoding', 'length_limit', 'greedy_decode', 'DecoderState', 'Hypothesis', 'top_k_wide', 'beam_search', 'hypotheses_to_tensor', 'one_beam_search', 'score_hypothesis']
 
 # %% ../../nbs/10_decode.ipynb #3db2ee18
 @torch.no_grad()
@@ -72,6 +71,40 @@ class DecodingConstraint:
         "Update each row's state with the token it took."
     def reorder(self, index: Tensor): # (N,) row i continues row index[i]
         "Make per-row state follow re-ranked beams (called before `advance`)."
+
+# %% ../../nbs/35_fast_decoding.ipynb #99a45b28
+def search_bytes(model: Transformer, rows: int, # decoder rows: sentences times beams
+                ) -> int: # bytes
+    """The least memory a search of `rows` decoder rows must hold: one step's fp32 log-probabilities over the target
+    vocabulary. The whole search holds more (the logits, the cache growing a position a step), so a search that
+    needs more than the free memory could never run, while one within it may still not fit."""
+    return rows * model.cfg.tgt_vocab_size * 4
+
+def free_memory(device: torch.device, # the search's device
+                root: str = "/sys/fs/cgroup", meminfo: str = "/proc/meminfo", # where Linux reports them
+               ) -> int | None: # bytes; None where unknown
+    """The bytes free for new tensors on `device`: the GPU's free memory; on a CPU, Linux's MemAvailable, or less where
+    the memory cgroup (a container's limit) leaves less room than that."""
+    if device.type == "cuda": return torch.cuda.mem_get_info(device)[0]
+    def number(path): # the first number in a file; None where it is missing, unreadable or "max" (no limit)
+        try: return int(Path(path).read_text().split()[0])
+        except (OSError, ValueError, IndexError): return None
+    try:
+        with open(meminfo) as f: free = [next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))]
+    except (OSError, StopIteration, ValueError, IndexError): free = []
+    v1 = ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")
+    for limit, used in (("memory.max", "memory.current"), v1):
+        cap, now = number(f"{root}/{limit}"), number(f"{root}/{used}")  # cgroup v2, then v1
+        if cap is not None and now is not None: free.append(max(0, cap - now))  # v1's "no limit" is a huge number
+    return min(free) if free else None
+
+def check_search_fits(model: Transformer, sentences: int, beam_size: int, device: torch.device):
+    "A `ValueError` naming beam_size where `sentences` x `beam_size` rows could never fit in `device`'s free memory."
+    free, need = free_memory(device), search_bytes(model, sentences * beam_size)
+    if free is not None and need > free:
+        rows = f"{sentences} sentence{'s' * (sentences != 1)} of {beam_size} beam{'s' * (beam_size != 1)}"
+        raise ValueError(f"beam_size={beam_size}: {rows} need{'s' * (sentences == 1)} at least {need / 2**30:.1f} GiB, "
+                         f"{free / 2**30:.1f} GiB is free; expected fewer beams or sentences")
 
 # %% ../../nbs/35_fast_decoding.ipynb #a3359424
 MAX_ALPHA = 10.0  # the largest length-penalty exponent taken: ((5 + 255) / 6) ** alpha stays a float
@@ -350,50 +383,3 @@ def score_hypothesis(model: Transformer, src: Tensor, # one source sentence (1, 
     memory = model.encode(src, src_key_padding_mask)  # (1, S, D)
     logp = model.generator(model.decode(tgt[:, :-1], memory, src_key_padding_mask)).log_softmax(-1)  # (1, T, V)
     return logp[0].gather(1, tgt[0, 1:, None]).sum().item() / length_penalty(len(hyp), alpha)
-
-# %% ../../nbs/35_fast_decoding.ipynb #ccb41d94
-class StaticKVCache:
-    "Keys/values of every decoder layer in one preallocated buffer, written in place; one re-ranking for all layers."
-    def __init__(self, model: Transformer, memory: Tensor, # encoder output (N, S, D)
-                 memory_key_padding_mask: Tensor | None, # bool (N, S), True at padding
-                 max_len: int): # most steps this cache will hold
-        if not isinstance(model, Transformer): raise TypeError(f"StaticKVCache needs a Transformer, got {type(model).__name__}")
-        layers, (N, S, _) = model.decoder.layers, memory.shape
-        H, Dh = layers[0].self_attn.n_heads, layers[0].self_attn.d_k
-        self.model, self.t, self.shape = model, 0, (N, H, Dh)
-        self.kv = memory.new_zeros(2, len(layers), N, H, max_len, Dh)  # self-attention keys [0] and values [1]
-        cat = lambda ts: None if ts[0] is None else torch.cat(ts)  # (3*H*Dh, D) weights, (3*H*Dh,) biases
-        self.qkv = [(cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
-                     cat([l.self_attn.q_proj.bias, l.self_attn.k_proj.bias, l.self_attn.v_proj.bias])) for l in layers]
-        self.memory_kv = [(l.cross_attn.split_heads(l.cross_attn.k_proj(memory)),  # (N, H, S, Dh), projected once
-                           l.cross_attn.split_heads(l.cross_attn.v_proj(memory))) for l in layers]
-        self.memory_mask = to_sdpa_mask(merge_masks(None, memory_key_padding_mask, N, 1, S))  # (N, 1, 1, S) or None
-
-    def step(self, tok: Tensor) -> Tensor: # (N, 1) the newest tokens -> decoder output (N, 1, D)
-        "Run one decoding step through every layer, writing its keys and values at position t."
-        m, t, (N, H, Dh) = self.model, self.t, self.shape
-        if t >= self.kv.size(4): raise IndexError(f"StaticKVCache holds {self.kv.size(4)} steps; step {t + 1} does not fit")
-        x = m.tgt_pos(m.tgt_embed(tok), t)  # (N, 1, D)
-        for i, layer in enumerate(m.decoder.layers):
-            sa, ca = layer.self_attn, layer.cross_attn
-            q, k, v = F.linear(layer.pre(x, layer.norm1), *self.qkv[i]).view(N, 3, H, Dh).unbind(1)  # 3 x (N, H, Dh)
-            self.kv[0, i, :, :, t], self.kv[1, i, :, :, t] = k, v  # in place
-            a = F.scaled_dot_product_attention(q[:, :, None], self.kv[0, i, :, :, :t + 1], self.kv[1, i, :, :, :t + 1])  # (N, H, 1, Dh)
-            x = layer.residual(x, sa.out_proj(a.reshape(N, 1, H * Dh)), layer.norm1)  # (N, 1, D)
-            q = ca.split_heads(ca.q_proj(layer.pre(x, layer.norm2)))  # (N, H, 1, Dh)
-            a = F.scaled_dot_product_attention(q, *self.memory_kv[i], attn_mask=self.memory_mask)  # (N, H, 1, Dh)
-            x = layer.residual(x, ca.out_proj(a.transpose(1, 2).reshape(N, 1, H * Dh)), layer.norm2)
-            x = layer.residual(x, layer.ff(layer.pre(x, layer.norm3)), layer.norm3)  # (N, 1, D)
-        self.t += 1
-        return m.decoder.norm(x)  # (N, 1, D)
-
-    def reorder(self, index: Tensor): # (N,) row i continues row index[i]
-        "Make every layer's keys and values follow re-ranked beams: one gather and one copy."
-        self.kv[:, :, :, :, :self.t] = self.kv[:, :, :, :, :self.t].index_select(2, index)  # (2, L, N, H, t, Dh)
-
-    def select(self, index: Tensor): # (N',) the rows that stay
-        "Keep only some rows: a smaller buffer, and the memory's keys, values and mask of those rows."
-        self.kv = self.kv.index_select(2, index)  # (2, L, N', H, max_len, Dh)
-        self.memory_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.memory_kv]  # (N', H, S, Dh)
-        if self.memory_mask is not None: self.memory_mask = self.memory_mask.index_select(0, index)  # (N', 1, 1, S)
-        self.shape = (index.numel(), *self.shape[1:])
